@@ -1,0 +1,417 @@
+"""Conversion between parsed YAML documents and ``Graph``, with structural checks.
+
+``decode`` checks the shape of the document (required and unknown fields, types, names,
+enumerations) and collects every problem as an ``Issue`` with its path, raising one
+``GraphError``. Semantic checks (references, DAG, index bounds) are in ``validate``.
+``encode`` gives the canonical document: fixed key order, optional fields omitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtypes
+from .affine import Access, is_rank_name, is_tensor_name, parse_access
+from .errors import GraphError, Issue
+from .graph import (FORMAT_NAME, KINDS, MOVEMENTS, ROLES, VALIDATION_STATUS, Graph, Node, Producer,
+                    Tensor, Validation)
+from .ops import MAP_OPS, REDUCE_OPS
+from .versioning import CURRENT, VersionError, check_readable, parse_version
+
+TOP_KEYS = ("format", "version", "name", "producer", "ranks", "tensors", "nodes", "validation")
+PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256")
+TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value")
+NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
+             "map", "reduce", "axis", "pad", "fill", "reason", "attrs")
+VALIDATION_KEYS = ("status", "method", "reference", "seed", "rtol", "atol", "max_abs_error",
+                   "max_rel_error", "reduced_ranks", "reason")
+
+#: Node fields each kind requires / also allows.
+KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "einsum": (frozenset({"space", "inputs", "output", "map", "reduce"}), frozenset({"pad", "fill"})),
+    "data_movement": (frozenset({"movement", "inputs", "output"}),
+                      frozenset({"space", "view", "axis", "pad", "fill"})),
+    "opaque": (frozenset({"inputs", "outputs", "reason"}), frozenset()),
+}
+COMMON_NODE = frozenset({"name", "kind", "op", "location", "attrs"})
+
+
+class _Decoder:
+    def __init__(self, lenient_fields: bool):
+        self.issues: list[Issue] = []
+        self.lenient = lenient_fields
+
+    def err(self, path: tuple, msg: str) -> None:
+        self.issues.append(Issue(path, msg))
+
+    def warn(self, path: tuple, msg: str) -> None:
+        self.issues.append(Issue(path, msg, "warning"))
+
+    def mapping(self, v: Any, path: tuple, keys: tuple[str, ...], what: str) -> dict | None:
+        if not isinstance(v, dict):
+            self.err(path, f"{what} must be a mapping, got {_kind(v)}")
+            return None
+        for k in v:
+            if k not in keys:
+                if self.lenient:
+                    self.warn(path + (str(k),), f"unknown field {k!r} (from a newer minor version) ignored")
+                else:
+                    self.err(path + (str(k),), f"unknown field {k!r} in {what}; allowed: {', '.join(keys)}")
+        return v
+
+    def get(self, d: dict, key: str, path: tuple, types: tuple, required: bool, what: str) -> Any:
+        if key not in d:
+            if required:
+                self.err(path, f"missing required field {key!r} in {what}")
+            return None
+        v = d[key]
+        if not _is(v, types):
+            self.err(path + (key,), f"{key} must be {_names(types)}, got {_kind(v)}")
+            return None
+        return v
+
+    def name(self, v: Any, path: tuple, rank: bool = False) -> str | None:
+        if not isinstance(v, str):
+            self.err(path, f"must be a string name, got {_kind(v)}")
+            return None
+        ok = is_rank_name(v) if rank else is_tensor_name(v)
+        if not ok:
+            self.err(path, f"bad {'rank' if rank else ''} name {v!r}".replace("  ", " ")
+                     + (": use letters, digits and _" if rank else ": use letters, digits and _ . : / -"))
+            return None
+        return v
+
+    def rank_list(self, v: Any, path: tuple) -> tuple[str, ...] | None:
+        if not isinstance(v, list):
+            self.err(path, f"must be a list of rank names, got {_kind(v)}")
+            return None
+        out = [self.name(r, path + (i,), rank=True) for i, r in enumerate(v)]
+        if any(r is None for r in out):
+            return None
+        if len(set(out)) != len(out):
+            self.err(path, f"rank listed twice in {v}")
+            return None
+        return tuple(out)  # type: ignore[arg-type]
+
+
+def _is(v: Any, types: tuple) -> bool:
+    if isinstance(v, bool):
+        return bool in types
+    if float in types and isinstance(v, int):
+        return True
+    return isinstance(v, types)
+
+
+def _kind(v: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _names(types: tuple) -> str:
+    return " or ".join({str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+                        list: "a list", dict: "a mapping"}[t] for t in types)
+
+
+def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
+    """Build a Graph from a parsed document; GraphError listing every structural problem.
+
+    Returns the graph and the warnings (fields ignored from a newer minor version).
+    """
+    if not isinstance(doc, dict):
+        raise GraphError([Issue((), f"an einsum-graph file must be a YAML mapping, got {_kind(doc)}")], file)
+    if doc.get("format") != FORMAT_NAME:
+        raise GraphError([Issue(("format",), f"format must be {FORMAT_NAME!r}, got {doc.get('format')!r}")],
+                         file)
+    try:
+        version = parse_version(doc.get("version"))
+        check_readable(version)
+    except VersionError as e:
+        raise GraphError([Issue(("version",), str(e))], file) from None
+    dec = _Decoder(lenient_fields=version > CURRENT)
+    top = dec.mapping(doc, (), TOP_KEYS, "the document") or {}
+    name = dec.get(top, "name", (), (str,), False, "the document")
+    producer = _producer(dec, top.get("producer"))
+    ranks = _ranks(dec, top.get("ranks"))
+    tensors = _tensors(dec, top.get("tensors"))
+    nodes = _nodes(dec, top.get("nodes"))
+    validation = _validation(dec, top.get("validation"))
+    errors = [i for i in dec.issues if i.severity == "error"]
+    if errors:
+        raise GraphError(dec.issues, file)
+    g = Graph(ranks=ranks, tensors=tensors, nodes=nodes, producer=producer, validation=validation,
+              name=name, version=f"{CURRENT[0]}.{CURRENT[1]}")
+    return g, dec.issues
+
+
+def _producer(dec: _Decoder, v: Any) -> Producer:
+    path = ("producer",)
+    if v is None:
+        dec.err(path, "missing required field 'producer' (tool, tool_version, frontend, ...)")
+        return Producer()
+    d = dec.mapping(v, path, PRODUCER_KEYS, "producer")
+    if d is None:
+        return Producer()
+    vals = {k: dec.get(d, k, path, (str,), k in ("tool", "tool_version", "frontend"), "producer")
+            for k in PRODUCER_KEYS}
+    sha = vals["source_sha256"]
+    if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
+        dec.err(path + ("source_sha256",), "source_sha256 must be 64 lowercase hex digits")
+    return Producer(**{k: v for k, v in vals.items() if v is not None})
+
+
+def _ranks(dec: _Decoder, v: Any) -> tuple[tuple[str, int], ...]:
+    path = ("ranks",)
+    if v is None:
+        dec.err(path, "missing required field 'ranks' (a mapping of rank name to size)")
+        return ()
+    if not isinstance(v, dict):
+        dec.err(path, f"ranks must be a mapping of rank name to size, got {_kind(v)}")
+        return ()
+    out = []
+    for k, size in v.items():
+        if dec.name(k, path + (str(k),), rank=True) is None:
+            continue
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            dec.err(path + (k,), f"rank {k} must have a positive integer size, got {size!r}")
+            continue
+        out.append((k, size))
+    return tuple(out)
+
+
+def _list(dec: _Decoder, v: Any, key: str) -> list:
+    if v is None:
+        dec.err((key,), f"missing required field {key!r}")
+        return []
+    if not isinstance(v, list):
+        dec.err((key,), f"{key} must be a list, got {_kind(v)}")
+        return []
+    return v
+
+
+def _tensors(dec: _Decoder, v: Any) -> tuple[Tensor, ...]:
+    out = []
+    for i, t in enumerate(_list(dec, v, "tensors")):
+        path = ("tensors", i)
+        d = dec.mapping(t, path, TENSOR_KEYS, "a tensor")
+        if d is None:
+            continue
+        n0 = len(dec.issues)
+        name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
+        ranks = dec.rank_list(d["ranks"], path + ("ranks",)) if "ranks" in d else dec.err(path, "missing 'ranks'")
+        dt = dec.get(d, "dtype", path, (str,), True, f"tensor {name}")
+        if dt is not None and dt not in dtypes.DTYPES:
+            dec.err(path + ("dtype",), f"unknown dtype {dt!r}; known: {', '.join(dtypes.DTYPES)}")
+        role = dec.get(d, "role", path, (str,), True, f"tensor {name}")
+        if role is not None and role not in ROLES:
+            dec.err(path + ("role",), f"unknown role {role!r}; known: {', '.join(ROLES)}")
+        density = dec.get(d, "density", path, (float,), False, f"tensor {name}")
+        if density is not None and not (0.0 < density <= 1.0):
+            dec.err(path + ("density",), f"density must be in (0, 1], got {density}")
+        value = dec.get(d, "value", path, (float,), False, f"tensor {name}")
+        if value is not None and role != "constant":
+            dec.err(path + ("value",), "only tensors with role 'constant' may have a value")
+        if len(dec.issues) == n0:
+            out.append(Tensor(name, ranks, dt, role, None if density is None else float(density),
+                              None if value is None else float(value)))
+    return tuple(out)
+
+
+def _access(dec: _Decoder, v: Any, path: tuple) -> Access | None:
+    if not isinstance(v, str):
+        dec.err(path, f"a tensor access must be a string like x[B, 2*P + R], got {_kind(v)}")
+        return None
+    try:
+        return parse_access(v)
+    except ValueError as e:
+        dec.err(path, str(e))
+        return None
+
+
+def _nodes(dec: _Decoder, v: Any) -> tuple[Node, ...]:
+    out = []
+    for i, raw in enumerate(_list(dec, v, "nodes")):
+        node = _node(dec, raw, ("nodes", i))
+        if node is not None:
+            out.append(node)
+    return tuple(out)
+
+
+def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
+    d = dec.mapping(raw, path, NODE_KEYS, "a node")
+    if d is None:
+        return None
+    n0 = len(dec.issues)
+    name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
+    what = f"node {name}"
+    kind = dec.get(d, "kind", path, (str,), True, what)
+    if kind is not None and kind not in KINDS:
+        dec.err(path + ("kind",), f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+        return None
+    op = dec.get(d, "op", path, (str,), True, what)
+    if kind is None:
+        return None
+    required, allowed = KIND_FIELDS[kind]
+    for k in required:
+        if k not in d:
+            dec.err(path, f"{what} ({kind}) is missing required field {k!r}")
+    for k in d:
+        if k in NODE_KEYS and k not in required | allowed | COMMON_NODE:
+            dec.err(path + (k,), f"field {k!r} is not allowed on a {kind} node")
+    location = dec.get(d, "location", path, (str,), False, what)
+    space = dec.rank_list(d["space"], path + ("space",)) if "space" in d else ()
+    ins = dec.get(d, "inputs", path, (list,), False, what) or []
+    inputs = tuple(_access(dec, a, path + ("inputs", j)) for j, a in enumerate(ins))
+    if "output" in d:
+        outputs: tuple = (_access(dec, d["output"], path + ("output",)),)
+    else:
+        outs = dec.get(d, "outputs", path, (list,), False, what) or []
+        outputs = tuple(_access(dec, a, path + ("outputs", j)) for j, a in enumerate(outs))
+    map_op = dec.get(d, "map", path, (str,), False, what)
+    if map_op is not None and map_op not in MAP_OPS:
+        dec.err(path + ("map",), f"unknown map op {map_op!r}; known: {', '.join(MAP_OPS)}")
+    reduce_op = dec.get(d, "reduce", path, (str,), False, what)
+    if reduce_op is not None and reduce_op not in REDUCE_OPS:
+        dec.err(path + ("reduce",), f"unknown reduce op {reduce_op!r}; known: {', '.join(REDUCE_OPS)}")
+    movement = dec.get(d, "movement", path, (str,), False, what)
+    if movement is not None and movement not in MOVEMENTS:
+        dec.err(path + ("movement",), f"unknown movement {movement!r}; known: {', '.join(MOVEMENTS)}")
+    axis = dec.get(d, "axis", path, (str,), False, what)
+    view = dec.get(d, "view", path, (bool,), False, what)
+    fill = dec.get(d, "fill", path, (float,), False, what)
+    reason = dec.get(d, "reason", path, (str,), False, what)
+    pad = _pad(dec, d.get("pad"), path + ("pad",)) if "pad" in d else ()
+    attrs = _attrs(dec, d.get("attrs"), path + ("attrs",)) if "attrs" in d else ()
+    if len(dec.issues) != n0 or any(a is None for a in inputs + outputs):
+        return None
+    return Node(name=name, kind=kind, op=op, inputs=inputs, outputs=outputs, space=space or (),
+                map=map_op, reduce=reduce_op, movement=movement, axis=axis, view=bool(view),
+                pad=pad, fill=None if fill is None else float(fill), reason=reason, location=location,
+                attrs=attrs)
+
+
+def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:
+    if not isinstance(v, dict):
+        dec.err(path, f"pad must map tensor names to {{rank: [low, high]}}, got {_kind(v)}")
+        return ()
+    out = []
+    for t in sorted(v, key=str):
+        dims = v[t]
+        if not isinstance(dims, dict):
+            dec.err(path + (str(t),), f"pad of {t} must map its ranks to [low, high], got {_kind(dims)}")
+            continue
+        entries = []
+        for r in sorted(dims, key=str):
+            lohi = dims[r]
+            if (not isinstance(lohi, list) or len(lohi) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in lohi)):
+                dec.err(path + (str(t), str(r)), f"pad must be [low, high] with integers >= 0, got {lohi!r}")
+                continue
+            entries.append((str(r), lohi[0], lohi[1]))
+        out.append((str(t), tuple(entries)))
+    return tuple(out)
+
+
+def _attrs(dec: _Decoder, v: Any, path: tuple) -> tuple:
+    if not isinstance(v, dict):
+        dec.err(path, f"attrs must be a mapping of names to scalars, got {_kind(v)}")
+        return ()
+    for k, x in v.items():
+        if not isinstance(k, str) or not _is(x, (str, int, float, bool)):
+            dec.err(path + (str(k),), "attrs values must be strings, numbers or booleans")
+    return tuple(sorted((str(k), x) for k, x in v.items()))
+
+
+def _validation(dec: _Decoder, v: Any) -> Validation:
+    path = ("validation",)
+    if v is None:
+        dec.err(path, "missing required field 'validation' (status, method, ...)")
+        return Validation()
+    d = dec.mapping(v, path, VALIDATION_KEYS, "validation")
+    if d is None:
+        return Validation()
+    status = dec.get(d, "status", path, (str,), True, "validation")
+    if status is not None and status not in VALIDATION_STATUS:
+        dec.err(path + ("status",), f"unknown status {status!r}; known: {', '.join(VALIDATION_STATUS)}")
+    method = dec.get(d, "method", path, (str,), True, "validation")
+    vals: dict[str, Any] = {k: dec.get(d, k, path, (str,), False, "validation") for k in ("reference", "reason")}
+    vals["seed"] = dec.get(d, "seed", path, (int,), False, "validation")
+    for k in ("rtol", "atol", "max_abs_error", "max_rel_error"):
+        x = dec.get(d, k, path, (float,), False, "validation")
+        if x is not None and not (x >= 0):
+            dec.err(path + (k,), f"{k} must be >= 0, got {x}")
+        vals[k] = None if x is None else float(x)
+    reduced: tuple = ()
+    if "reduced_ranks" in d:
+        rr = d["reduced_ranks"]
+        if not isinstance(rr, dict) or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0
+                                               for s in rr.values()):
+            dec.err(path + ("reduced_ranks",), "reduced_ranks must map rank names to positive sizes")
+        else:
+            reduced = tuple((str(k), s) for k, s in rr.items())
+    return Validation(status=status or "skipped", method=method or "none", reduced_ranks=reduced, **vals)
+
+
+# ----------------------------------------------------------------------------- encoding
+
+def encode(g: Graph) -> dict:
+    """The canonical document of ``g`` (fixed key order, optional fields omitted)."""
+    doc: dict[str, Any] = {"format": FORMAT_NAME, "version": g.version}
+    if g.name is not None:
+        doc["name"] = g.name
+    doc["producer"] = {k: getattr(g.producer, k) for k in PRODUCER_KEYS if getattr(g.producer, k) is not None}
+    doc["ranks"] = dict(g.ranks)
+    doc["tensors"] = [_encode_tensor(t) for t in g.tensors]
+    doc["nodes"] = [_encode_node(n) for n in g.nodes]
+    v = g.validation
+    val: dict[str, Any] = {"status": v.status, "method": v.method}
+    for k in ("reference", "seed", "rtol", "atol", "max_abs_error", "max_rel_error"):
+        if getattr(v, k) is not None:
+            val[k] = getattr(v, k)
+    if v.reduced_ranks:
+        val["reduced_ranks"] = dict(v.reduced_ranks)
+    if v.reason is not None:
+        val["reason"] = v.reason
+    doc["validation"] = val
+    return doc
+
+
+def _encode_tensor(t: Tensor) -> dict:
+    d: dict[str, Any] = {"name": t.name, "ranks": list(t.ranks), "dtype": t.dtype, "role": t.role}
+    if t.density is not None:
+        d["density"] = t.density
+    if t.value is not None:
+        d["value"] = t.value
+    return d
+
+
+def _encode_node(n: Node) -> dict:
+    d: dict[str, Any] = {"name": n.name, "kind": n.kind, "op": n.op}
+    if n.location is not None:
+        d["location"] = n.location
+    if n.movement is not None:
+        d["movement"] = n.movement
+    if n.view:
+        d["view"] = True
+    if n.space or n.kind == "einsum" or n.movement == "copy":
+        d["space"] = list(n.space)
+    d["inputs"] = [str(a) for a in n.inputs]
+    if n.kind == "opaque":
+        d["outputs"] = [str(a) for a in n.outputs]
+    else:
+        d["output"] = str(n.outputs[0])
+    if n.map is not None:
+        d["map"] = n.map
+    if n.reduce is not None:
+        d["reduce"] = n.reduce
+    if n.axis is not None:
+        d["axis"] = n.axis
+    if n.pad:
+        d["pad"] = {t: {r: [lo, hi] for r, lo, hi in dims} for t, dims in n.pad}
+    if n.fill is not None:
+        d["fill"] = n.fill
+    if n.reason is not None:
+        d["reason"] = n.reason
+    if n.attrs:
+        d["attrs"] = dict(n.attrs)
+    return d
+

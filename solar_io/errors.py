@@ -1,0 +1,50 @@
+"""Errors a user can cause, each reported as one line naming the file, field and problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SolarIOError(Exception):
+    """Base of every error solar-io reports to a user as one line (no traceback)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One problem found in a file: where (a path of keys and indices) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+    severity: str = "error"  # or "warning"
+    line: int | None = None
+
+    def where(self) -> str:
+        """The path as ``nodes[3].inputs[0]``."""
+        out = ""
+        for step in self.path:
+            out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+        return out or "(document)"
+
+    def format(self, file: str | None = None) -> str:
+        """``file:line: path: message`` (warnings say so)."""
+        loc = file or "<graph>"
+        if self.line is not None:
+            loc += f":{self.line}"
+        sev = "warning: " if self.severity == "warning" else ""
+        return f"{loc}: {self.where()}: {sev}{self.message}"
+
+
+class GraphError(SolarIOError):
+    """A graph file or document that is not valid; carries every issue found."""
+
+    def __init__(self, issues: list[Issue], file: str | None = None):
+        self.issues = [i for i in issues if i.severity == "error"] or list(issues)
+        self.warnings = [i for i in issues if i.severity == "warning"]
+        self.file = file
+        first = self.issues[0].format(file) if self.issues else f"{file}: invalid graph"
+        more = len(self.issues) - 1
+        super().__init__(first + (f" (and {more} more problem{'s' * (more > 1)})" if more > 0 else ""))
+
+    def lines(self) -> list[str]:
+        """Every issue as one formatted line."""
+        return [i.format(self.file) for i in self.issues]

@@ -1,0 +1,150 @@
+"""The immutable in-memory model of an einsum-graph file (format v1).
+
+A ``Graph`` is plain frozen data: ranks with sizes, tensors, nodes in topological order,
+the producer header and the validation record. Everything a backend needs (iteration
+points, MACs, FLOPs, bytes) is derived from it by ``solar_io.metrics``; nothing derived is
+stored. Graphs compare by value, so ``load(dump(g)) == g`` is a meaningful test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .affine import Access
+
+FORMAT_NAME = "solar-io.einsum-graph"
+FORMAT_VERSION = "1.0"
+
+ROLES = ("input", "weight", "output", "intermediate", "constant")
+KINDS = ("einsum", "data_movement", "opaque")
+MOVEMENTS = ("copy", "reshape", "concat")
+VALIDATION_STATUS = ("passed", "failed", "skipped")
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class Producer:
+    """Who wrote the file and from what: tool, version, frontend, source name and hash."""
+
+    tool: str = "solar-io"
+    tool_version: str = ""
+    frontend: str = "hand-written"
+    frontend_version: str | None = None
+    source: str | None = None
+    source_sha256: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """A named array: its ranks (shape), element type, role, and optional density/value.
+
+    ``density`` is the fraction of non-zero elements of a tensor stored compressed (1.0 =
+    dense). ``value`` is set only on constants that are one repeated scalar (an immediate,
+    materialised by the kernel and never read from memory).
+    """
+
+    name: str
+    ranks: tuple[str, ...]
+    dtype: str
+    role: str
+    density: float | None = None
+    value: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One operation. Fields that a kind does not use are None or empty.
+
+    - ``einsum``: ``space`` (iteration ranks), ``inputs``/``outputs`` with index
+      expressions, ``map`` and ``reduce``, optional ``pad`` (per tensor, per dim rank:
+      (low, high) elements of implicit border) and ``fill`` (the border's value).
+    - ``data_movement``: ``movement`` is ``copy`` (affine or indirect index copy: permute,
+      slice, pad, broadcast, gather), ``reshape`` (row-major) or ``concat`` (along
+      ``axis``, a rank of the output); ``view`` marks aliasing views that move no bytes.
+    - ``opaque``: whole-tensor ``inputs``/``outputs`` and a ``reason``; compute unknown.
+    """
+
+    name: str
+    kind: str
+    op: str
+    inputs: tuple[Access, ...]
+    outputs: tuple[Access, ...]
+    space: tuple[str, ...] = ()
+    map: str | None = None
+    reduce: str | None = None
+    movement: str | None = None
+    axis: str | None = None
+    view: bool = False
+    pad: tuple[tuple[str, tuple[tuple[str, int, int], ...]], ...] = ()
+    fill: float | None = None
+    reason: str | None = None
+    location: str | None = None
+    attrs: tuple[tuple[str, Scalar], ...] = ()
+
+    def pad_of(self, tensor: str) -> dict[str, tuple[int, int]]:
+        """The implicit border declared for ``tensor``: {dim rank: (low, high)}."""
+        for name, dims in self.pad:
+            if name == tensor:
+                return {r: (lo, hi) for r, lo, hi in dims}
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """How the capture was checked against its source program."""
+
+    status: str = "skipped"
+    method: str = "none"
+    reference: str | None = None
+    seed: int | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    reduced_ranks: tuple[tuple[str, int], ...] = ()
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A whole einsum graph. Build it with ``solar_io.load``/``loads`` or directly."""
+
+    ranks: tuple[tuple[str, int], ...]
+    tensors: tuple[Tensor, ...]
+    nodes: tuple[Node, ...]
+    producer: Producer = field(default_factory=Producer)
+    validation: Validation = field(default_factory=Validation)
+    name: str | None = None
+    version: str = FORMAT_VERSION
+
+    @cached_property
+    def rank_sizes(self) -> dict[str, int]:
+        """{rank name: size}."""
+        return dict(self.ranks)
+
+    @cached_property
+    def tensor_map(self) -> dict[str, Tensor]:
+        """{tensor name: Tensor} (the last one wins if names repeat; validation rejects that)."""
+        return {t.name: t for t in self.tensors}
+
+    @cached_property
+    def node_map(self) -> dict[str, Node]:
+        """{node name: Node}."""
+        return {n.name: n for n in self.nodes}
+
+    def shape(self, tensor: str) -> tuple[int, ...]:
+        """The sizes of ``tensor``'s ranks."""
+        sizes = self.rank_sizes
+        return tuple(sizes[r] for r in self.tensor_map[tensor].ranks)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Graph):
+            return NotImplemented
+        return (self.version, self.name, self.producer, self.validation, self.ranks, self.tensors,
+                self.nodes) == (other.version, other.name, other.producer, other.validation,
+                                other.ranks, other.tensors, other.nodes)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.ranks, len(self.tensors), len(self.nodes)))

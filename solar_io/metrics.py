@@ -1,0 +1,154 @@
+"""Work and traffic derived from a graph: iteration points, MACs, FLOPs by unit, bytes.
+
+Computed from the file on demand, never stored in it.
+
+- Matrix FLOPs: contractions (map ``mul`` with reduce ``add`` over at least two inputs and
+  at least one reduced rank), 2 per multiply-accumulate; the work a matrix unit can do.
+- Vector FLOPs: every other map application (its registry cost per point) plus one
+  combine per reduced element (``points - output points``).
+- Transcendental: special-function evaluations (exp, log, tanh, rsqrt, ...).
+- Bytes: per tensor, distinct elements touched (``footprint``) times the dtype's storage
+  width times its density (a sparse tensor is stored compressed). Constants that are one
+  repeated value are immediates: zero bytes. View-only data movement moves no bytes.
+- Opaque nodes have known bytes and *unknown* compute (``compute_known`` is False).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from .affine import AffineExpr
+from .dtypes import DTYPES
+from .footprint import access_elements
+from .graph import Graph, Node, Tensor
+from .ops import MAP_OPS
+
+BOUNDARY_ROLES = ("input", "weight", "constant", "output")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetrics:
+    """Derived counts of one node."""
+
+    name: str
+    kind: str
+    points: int
+    macs: int
+    flops_matrix: float
+    flops_vector: float
+    transcendental: float
+    bytes_read: dict[str, float] = field(default_factory=dict)
+    bytes_written: dict[str, float] = field(default_factory=dict)
+    compute_known: bool = True
+    bytes_exact: bool = True
+
+    @property
+    def flops(self) -> float:
+        """Matrix + vector FLOPs (transcendentals are counted separately)."""
+        return self.flops_matrix + self.flops_vector
+
+    @property
+    def bytes(self) -> float:
+        """All bytes read and written, each tensor once."""
+        return sum(self.bytes_read.values()) + sum(self.bytes_written.values())
+
+
+@dataclass(frozen=True, slots=True)
+class GraphMetrics:
+    """Per-node metrics and graph totals."""
+
+    nodes: tuple[NodeMetrics, ...]
+    macs: int
+    flops_matrix: float
+    flops_vector: float
+    transcendental: float
+    bytes: float
+    boundary_bytes: float
+    opaque: tuple[str, ...]
+
+    @property
+    def flops(self) -> float:
+        return self.flops_matrix + self.flops_vector
+
+
+def tensor_bytes(g: Graph, t: Tensor, elements: float | None = None) -> float:
+    """Bytes of ``elements`` elements of ``t`` (default all), at its width and density."""
+    if t.value is not None:
+        return 0.0
+    n = float(prod(g.shape(t.name))) if elements is None else elements
+    return n * DTYPES[t.dtype].bits / 8.0 * (1.0 if t.density is None else t.density)
+
+
+def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:
+    sizes = g.rank_sizes
+    out = {}
+    for a in node.inputs:
+        if a.index is not None:
+            out[a.tensor] = access_elements(a, g.tensor_map[a.tensor].ranks, sizes)[0]
+    return out
+
+
+def node_metrics(g: Graph, node: Node) -> NodeMetrics:
+    """The derived counts of ``node`` in ``g``."""
+    sizes = g.rank_sizes
+    tmap = g.tensor_map
+    reads: dict[str, float] = {}
+    exact = True
+    if not (node.kind == "data_movement" and node.view):
+        indirect = _indirect_counts(g, node) if node.kind != "opaque" else {}
+        for a in node.inputs:
+            t = tmap[a.tensor]
+            elements, ok = access_elements(a, t.ranks, sizes, indirect)
+            exact = exact and ok
+            # Several accesses of one tensor: the largest is a lower bound on their union.
+            reads[a.tensor] = max(reads.get(a.tensor, 0.0), tensor_bytes(g, t, elements))
+    writes = {} if (node.kind == "data_movement" and node.view) else {
+        a.tensor: tensor_bytes(g, tmap[a.tensor]) for a in node.outputs}
+    points = prod(sizes[r] for r in node.space) if node.space else (
+        prod(g.shape(node.outputs[0].tensor)) if node.outputs else 0)
+    macs, fm, fv, ft = 0, 0.0, 0.0, 0.0
+    if node.kind == "einsum":
+        op = MAP_OPS[node.map]  # type: ignore[index]
+        n_in = len(node.inputs)
+        out_ranks = {e.terms[0][0] for e in node.outputs[0].index or () if isinstance(e, AffineExpr)}
+        out_points = prod(sizes[r] for r in node.space if r in out_ranks)
+        reduced = len(out_ranks) < len(node.space)
+        applications = max(1, n_in - 1) if op.arity is None else 1
+        combines = 0 if node.reduce == "none" else points - out_points
+        if node.map == "mul" and node.reduce == "add" and n_in >= 2 and reduced:
+            macs = points
+            fm = 2.0 * points
+            fv = float(points * (n_in - 2))
+        else:
+            fv = float(points * op.vector * applications + combines)
+            ft = float(points * op.transcendental)
+    return NodeMetrics(node.name, node.kind, points, macs, fm, fv, ft, reads, writes,
+                       compute_known=node.kind != "opaque", bytes_exact=exact)
+
+
+def graph_metrics(g: Graph) -> GraphMetrics:
+    """Metrics of every node and the graph totals.
+
+    ``boundary_bytes`` is what a fully fused kernel must still move: each output once, and
+    each input, weight and stored constant once as far as the graph reads it (the largest
+    single read of it, a lower bound on the union of its reads).
+    """
+    nodes = tuple(node_metrics(g, n) for n in g.nodes)
+    tmap = g.tensor_map
+    source: dict[str, float] = {}
+    for m in nodes:
+        for t, b in m.bytes_read.items():
+            if tmap[t].role in BOUNDARY_ROLES and tmap[t].role != "output":
+                source[t] = max(source.get(t, 0.0), b)
+    boundary = sum(source.values()) + sum(tensor_bytes(g, t) for t in g.tensors if t.role == "output")
+    return GraphMetrics(
+        nodes=nodes,
+        macs=sum(m.macs for m in nodes),
+        flops_matrix=sum(m.flops_matrix for m in nodes),
+        flops_vector=sum(m.flops_vector for m in nodes),
+        transcendental=sum(m.transcendental for m in nodes),
+        bytes=sum(m.bytes for m in nodes),
+        boundary_bytes=boundary,
+        opaque=tuple(m.name for m in nodes if not m.compute_known),
+    )

@@ -1,0 +1,310 @@
+"""Semantic validation of a Graph, beyond the document's shape.
+
+Checks: names unique; ranks declared and sized; accesses name existing tensors with one
+index per dimension; affine indexes stay inside each tensor's extents over the iteration
+space (plus any declared padding), which catches an off-by-one convolution padding; map
+arity, reduce rules and output indexing per node kind; every tensor produced at most once,
+inputs/weights/constants never produced, outputs/intermediates produced exactly once and
+before they are read (nodes are in topological order; a cycle is named as such).
+"""
+
+from __future__ import annotations
+
+from .affine import Access, AffineExpr, Indirect
+from .dtypes import DTYPES
+from .errors import Issue
+from .graph import Graph, Node
+from .ops import MAP_OPS, arity_ok
+
+SOURCE_ROLES = ("input", "weight", "constant")
+
+
+def validate(g: Graph) -> list[Issue]:
+    """Every semantic problem of ``g`` (errors and warnings); empty when valid."""
+    v = _Validator(g)
+    v.run()
+    return v.issues
+
+
+class _Validator:
+    def __init__(self, g: Graph):
+        self.g = g
+        self.issues: list[Issue] = []
+        self.sizes = g.rank_sizes
+        self.tensors = g.tensor_map
+
+    def err(self, path: tuple, msg: str) -> None:
+        self.issues.append(Issue(path, msg))
+
+    def warn(self, path: tuple, msg: str) -> None:
+        self.issues.append(Issue(path, msg, "warning"))
+
+    def run(self) -> None:
+        g = self.g
+        seen: set[str] = set()
+        for i, t in enumerate(g.tensors):
+            if t.name in seen:
+                self.err(("tensors", i, "name"), f"tensor name {t.name!r} is used twice")
+            seen.add(t.name)
+            if t.dtype not in DTYPES:
+                self.err(("tensors", i, "dtype"), f"unknown dtype {t.dtype!r}")
+            for j, r in enumerate(t.ranks):
+                if r not in self.sizes:
+                    self.err(("tensors", i, "ranks", j), f"tensor {t.name}: rank {r} is not declared in ranks")
+            if t.value is not None and t.role != "constant":
+                self.err(("tensors", i, "value"), f"tensor {t.name}: only constants may have a value")
+        names: set[str] = set()
+        for i, n in enumerate(g.nodes):
+            if n.name in names:
+                self.err(("nodes", i, "name"), f"node name {n.name!r} is used twice")
+            names.add(n.name)
+            self.node(i, n)
+        self.dataflow()
+
+    # ------------------------------------------------------------------ per node
+    def node(self, i: int, n: Node) -> None:
+        path = ("nodes", i)
+        for j, r in enumerate(n.space):
+            if r not in self.sizes:
+                self.err(path + ("space", j), f"node {n.name}: rank {r} is not declared in ranks")
+        for key, accesses in (("inputs", n.inputs), ("output" if n.kind != "opaque" else "outputs", n.outputs)):
+            for j, a in enumerate(accesses):
+                p = path + ((key, j) if key != "output" else (key,))
+                if a.tensor not in self.tensors:
+                    self.err(p, f"node {n.name}: tensor {a.tensor!r} is not declared in tensors")
+        if any(a.tensor not in self.tensors for a in n.inputs + n.outputs):
+            return
+        if any(r not in self.sizes for r in n.space):
+            return
+        getattr(self, f"_{n.kind}")(path, n)
+
+    def _einsum(self, path: tuple, n: Node) -> None:
+        op = MAP_OPS[n.map]  # type: ignore[index]
+        if not arity_ok(op, len(n.inputs)):
+            want = "2 or more" if op.arity is None else str(op.arity)
+            self.err(path + ("inputs",), f"node {n.name}: map {n.map} takes {want} inputs, got {len(n.inputs)}")
+        self._indexed(path, n)
+        reduced = self._reduced(n)
+        if n.reduce == "none" and reduced:
+            self.err(path + ("reduce",), f"node {n.name}: reduce none, but ranks {', '.join(reduced)} are not "
+                     "in the output; give a reduce op or index the output by them")
+        if n.reduce in ("argmax", "argmin"):
+            if len(reduced) != 1:
+                self.err(path + ("reduce",), f"node {n.name}: {n.reduce} needs exactly one reduced rank, "
+                         f"got {len(reduced)}")
+            if DTYPES[self.tensors[n.outputs[0].tensor].dtype].family not in ("int", "uint"):
+                self.err(path + ("output",), f"node {n.name}: {n.reduce} writes indices; the output dtype "
+                         "must be an integer type")
+
+    def _data_movement(self, path: tuple, n: Node) -> None:
+        out = self.tensors[n.outputs[0].tensor]
+        for j, a in enumerate(n.inputs):
+            t = self.tensors[a.tensor]
+            if t.dtype != out.dtype and not self._is_index_input(n, a.tensor):
+                self.err(path + ("inputs", j), f"node {n.name}: data movement cannot change dtype "
+                         f"({t.dtype} -> {out.dtype}); use an einsum with map identity to cast")
+        if n.view and n.movement == "concat":
+            self.err(path + ("view",), f"node {n.name}: a concat cannot be a view")
+        if n.movement == "copy":
+            if not n.space and self.tensors[n.outputs[0].tensor].ranks:
+                self.err(path, f"node {n.name}: a copy needs a space")
+            self._indexed(path, n)
+            data = [a for a in n.inputs if not self._is_index_input(n, a.tensor)]
+            if len(data) != 1:
+                self.err(path + ("inputs",), f"node {n.name}: a copy reads exactly one data tensor "
+                         f"(plus index tensors used as @name), got {len(data)}")
+            reduced = self._reduced(n)
+            if reduced:
+                self.err(path + ("space",), f"node {n.name}: a copy reduces nothing, but ranks "
+                         f"{', '.join(reduced)} are not in the output")
+            return
+        for key, a in [("inputs", a) for a in n.inputs] + [("output", n.outputs[0])]:
+            if a.index is not None:
+                self.err(path + (key,), f"node {n.name}: a {n.movement} takes whole tensors; write "
+                         f"{a.tensor!r} without an index")
+        if n.pad or n.fill is not None or n.space:
+            self.err(path, f"node {n.name}: a {n.movement} has no space, pad or fill")
+        if n.movement == "reshape":
+            if len(n.inputs) != 1:
+                self.err(path + ("inputs",), f"node {n.name}: a reshape reads exactly one tensor")
+            elif self._numel(n.inputs[0].tensor) != self._numel(out.name):
+                self.err(path, f"node {n.name}: reshape from {self._numel(n.inputs[0].tensor)} to "
+                         f"{self._numel(out.name)} elements")
+        else:
+            self._concat(path, n)
+
+    def _concat(self, path: tuple, n: Node) -> None:
+        out = self.tensors[n.outputs[0].tensor]
+        if n.axis not in out.ranks:
+            self.err(path + ("axis",), f"node {n.name}: concat axis {n.axis!r} is not a rank of "
+                     f"its output {out.name} {list(out.ranks)}")
+            return
+        k = out.ranks.index(n.axis)
+        oshape = self.g.shape(out.name)
+        total = 0
+        for j, a in enumerate(n.inputs):
+            shape = self.g.shape(a.tensor)
+            if len(shape) != len(oshape) or any(s != o for d, (s, o) in enumerate(zip(shape, oshape)) if d != k):
+                self.err(path + ("inputs", j), f"node {n.name}: input {a.tensor} {list(shape)} does not fit "
+                         f"output {list(oshape)} outside axis {n.axis}")
+                return
+            total += shape[k]
+        if total != oshape[k]:
+            self.err(path + ("axis",), f"node {n.name}: inputs sum to {total} along {n.axis}, output has {oshape[k]}")
+
+    def _opaque(self, path: tuple, n: Node) -> None:
+        for key, accesses in (("inputs", n.inputs), ("outputs", n.outputs)):
+            for j, a in enumerate(accesses):
+                if a.index is not None:
+                    self.err(path + (key, j), f"node {n.name}: opaque nodes take whole tensors; write "
+                             f"{a.tensor!r} without an index")
+        if not n.outputs:
+            self.err(path + ("outputs",), f"node {n.name}: an opaque node must write at least one tensor")
+        if not (n.reason or "").strip():
+            self.err(path + ("reason",), f"node {n.name}: say why the op is opaque")
+
+    # ------------------------------------------------------------------ indexing
+    def _is_index_input(self, n: Node, tensor: str) -> bool:
+        return any(isinstance(e, Indirect) and e.tensor == tensor
+                   for a in n.inputs if a.index for e in a.index)
+
+    def _reduced(self, n: Node) -> list[str]:
+        out = n.outputs[0]
+        used = {e.terms[0][0] for e in out.index or () if isinstance(e, AffineExpr) and e.is_rank()}
+        return [r for r in n.space if r not in used]
+
+    def _numel(self, tensor: str) -> int:
+        out = 1
+        for s in self.g.shape(tensor):
+            out *= s
+        return out
+
+    def _indexed(self, path: tuple, n: Node) -> None:
+        space = set(n.space)
+        if len(space) != len(n.space):
+            self.err(path + ("space",), f"node {n.name}: a rank appears twice in the space")
+        input_names = {a.tensor for a in n.inputs}
+        for t, dims in n.pad:
+            if t not in input_names:
+                self.err(path + ("pad", t), f"node {n.name}: pad names {t!r}, which the node does not read")
+            for r, _, _ in dims:
+                if t in self.tensors and r not in self.tensors[t].ranks:
+                    self.err(path + ("pad", t, r), f"node {n.name}: {r} is not a rank of {t}")
+        for j, a in enumerate(n.inputs):
+            self._access(path + ("inputs", j), n, a, space, input_names)
+        o = n.outputs[0]
+        opath = path + ("output",)
+        if o.index is None:
+            self.err(opath, f"node {n.name}: write the output with its index, e.g. {o.tensor}[...]")
+            return
+        t = self.tensors[o.tensor]
+        if len(o.index) != len(t.ranks):
+            self.err(opath, f"node {n.name}: output {o.tensor} has {len(t.ranks)} dims, index has {len(o.index)}")
+            return
+        seen: set[str] = set()
+        for d, e in enumerate(o.index):
+            if not (isinstance(e, AffineExpr) and e.is_rank()):
+                self.err(opath, f"node {n.name}: output index {e} must be a plain rank of the space")
+                continue
+            r = e.terms[0][0]
+            if r not in space or r in seen:
+                self.err(opath, f"node {n.name}: output index {r} must be a distinct rank of the space")
+                continue
+            seen.add(r)
+            want = self.sizes[t.ranks[d]]
+            if self.sizes.get(r) != want:
+                self.err(opath, f"node {n.name}: output {o.tensor} dim {d} ({t.ranks[d]}={want}) is indexed "
+                         f"by {r}={self.sizes.get(r)}; every output element must be written once")
+
+    def _access(self, path: tuple, n: Node, a: Access, space: set[str], input_names: set[str]) -> None:
+        t = self.tensors[a.tensor]
+        if a.index is None:
+            self.err(path, f"node {n.name}: read {a.tensor} with an index, e.g. {a.tensor}[...]")
+            return
+        if len(a.index) != len(t.ranks):
+            self.err(path, f"node {n.name}: {a.tensor} has {len(t.ranks)} dims {list(t.ranks)}, "
+                     f"index has {len(a.index)}")
+            return
+        pad = n.pad_of(a.tensor)
+        for d, e in enumerate(a.index):
+            dim = t.ranks[d]
+            if isinstance(e, Indirect):
+                src = self.tensors.get(e.tensor)
+                if e.tensor not in input_names or e.tensor == a.tensor or src is None:
+                    self.err(path, f"node {n.name}: @{e.tensor} must name another input of this node")
+                elif DTYPES[src.dtype].family not in ("int", "uint"):
+                    self.err(path, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
+                continue
+            missing = [r for r in e.ranks if r not in space]
+            if missing:
+                self.err(path, f"node {n.name}: {a} uses {', '.join(missing)}, not in the space {list(n.space)}")
+                continue
+            lo, hi = e.bounds(self.sizes)
+            plo, phi = pad.get(dim, (0, 0))
+            extent = self.sizes[dim]
+            if lo < -plo or hi > extent - 1 + phi:
+                padded = f" with pad [{plo}, {phi}]" if (plo or phi) else ""
+                self.err(path, f"node {n.name}: index {e} of {a.tensor} dim {dim} spans [{lo}, {hi}], outside "
+                         f"[{-plo}, {extent - 1 + phi}] (size {extent}{padded})")
+
+    # ------------------------------------------------------------------ dataflow
+    def dataflow(self) -> None:
+        g = self.g
+        producer: dict[str, int] = {}
+        for i, n in enumerate(g.nodes):
+            for j, a in enumerate(n.outputs):
+                if a.tensor in producer:
+                    self.err(("nodes", i), f"node {n.name}: tensor {a.tensor} is already produced by node "
+                             f"{g.nodes[producer[a.tensor]].name}; every tensor is produced once")
+                else:
+                    producer[a.tensor] = i
+        readers: dict[str, int] = {}
+        late: list[tuple[int, str]] = []
+        for i, n in enumerate(g.nodes):
+            for a in n.inputs:
+                readers[a.tensor] = readers.get(a.tensor, 0) + 1
+                p = producer.get(a.tensor)
+                if p is not None and p >= i:
+                    late.append((i, a.tensor))
+        for i, tensor in late:
+            cycle = self._cycle(producer, i)
+            n = g.nodes[i]
+            if cycle:
+                self.err(("nodes", i), f"cycle: {' -> '.join(cycle)}; the graph must be a DAG")
+            elif producer[tensor] == i:
+                self.err(("nodes", i), f"node {n.name} reads its own output {tensor}")
+            else:
+                self.err(("nodes", i), f"node {n.name} reads {tensor} before node "
+                         f"{g.nodes[producer[tensor]].name} produces it; list nodes in topological order")
+        for i, t in enumerate(g.tensors):
+            p = producer.get(t.name)
+            if t.role in SOURCE_ROLES and p is not None:
+                self.err(("tensors", i, "role"), f"tensor {t.name} has role {t.role} but node "
+                         f"{g.nodes[p].name} produces it; use role intermediate or output")
+            elif t.role in ("output", "intermediate") and p is None:
+                self.err(("tensors", i, "role"), f"tensor {t.name} has role {t.role} but no node produces it")
+            elif t.role == "intermediate" and t.name not in readers:
+                self.err(("tensors", i, "role"), f"intermediate tensor {t.name} is never read; make it an "
+                         "output or remove it")
+            elif t.role in ("input", "weight") and t.name not in readers:
+                self.warn(("tensors", i), f"{t.role} tensor {t.name} is never read")
+        if not any(t.role == "output" for t in g.tensors):
+            self.err(("tensors",), "the graph has no tensor with role output")
+
+    def _cycle(self, producer: dict[str, int], start: int) -> list[str] | None:
+        """Node names on a cycle through node ``start``, if there is one."""
+        nodes = self.g.nodes
+        stack = [(start, [nodes[start].name])]
+        seen = set()
+        while stack:
+            i, trail = stack.pop()
+            for a in nodes[i].inputs:
+                p = producer.get(a.tensor)
+                if p is None:
+                    continue
+                if p == start:
+                    return trail + [nodes[start].name] if p != i else None
+                if p not in seen:
+                    seen.add(p)
+                    stack.append((p, trail + [nodes[p].name]))
+        return None

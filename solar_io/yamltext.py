@@ -1,0 +1,378 @@
+"""Canonical YAML text: a safe, limited loader and a deterministic emitter.
+
+The emitter writes one canonical text for a document of dicts, lists and scalars: keys in
+the given order, two-space block style, lists of plain scalars in flow style (``[M, K]``),
+floats as shortest round-trip decimals, no anchors, no tags. It does not depend on
+PyYAML's emitter, so the bytes cannot change with a PyYAML upgrade.
+
+The loader reads canonical text with a fast line parser; any text outside the canonical
+subset goes to PyYAML's libyaml-based safe loader (pure-Python PyYAML where libyaml is
+absent). Both refuse aliases (a billion-laughs bomb costs nothing), duplicate keys, and
+files over a size limit; the result is the same Python document either way (tested).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+MAX_BYTES = int(os.environ.get("SOLAR_IO_MAX_BYTES", 64 * 1024 * 1024))
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class YamlError(ValueError):
+    """Text that is not acceptable YAML; ``line`` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+# ----------------------------------------------------------------------------- emitting
+
+_PLAIN_FIRST = re.compile(r"[A-Za-z0-9_./(]")
+_PLAIN_BODY = re.compile(r"[A-Za-z0-9_@.\-/+*() ,\[\]:=<>~^;!?%&$']*\Z")
+_FLOW_UNSAFE = re.compile(r"[,\[\]{}]")
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+@lru_cache(maxsize=1 << 16)
+def _plain_ok(s: str, flow: bool) -> bool:
+    """True when ``s`` may be written unquoted and reads back as the same string."""
+    if not s or not _PLAIN_FIRST.match(s) or not _PLAIN_BODY.match(s):
+        return False
+    if ": " in s or s.endswith(":") or s.endswith(" ") or "  " in s or (flow and _FLOW_UNSAFE.search(s)):
+        return False
+    return _RESOLVER.resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG
+
+
+def _quote(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif 0x20 <= o < 0x7F:
+            out.append(ch)
+        elif o == 0x0A:
+            out.append("\\n")
+        elif o == 0x09:
+            out.append("\\t")
+        elif o < 0x100:
+            out.append(f"\\x{o:02x}")
+        elif o < 0x10000:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def format_float(x: float) -> str:
+    """Canonical YAML text of a float: shortest round-trip digits, always with a dot."""
+    if math.isnan(x):
+        return ".nan"
+    if math.isinf(x):
+        return ".inf" if x > 0 else "-.inf"
+    r = repr(float(x))
+    if "e" in r:
+        mant, exp = r.split("e")
+        if "." not in mant:
+            mant += ".0"
+        return f"{mant}e{exp}"
+    return r
+
+
+def scalar_text(v: object, flow: bool = False) -> str:
+    """Canonical text of one scalar."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format_float(v)
+    if isinstance(v, str):
+        return v if _plain_ok(v, flow) else _quote(v)
+    raise TypeError(f"cannot write {type(v).__name__} to YAML")
+
+
+def _is_scalar(v: object) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _flow_list(items: list) -> str | None:
+    """``[a, b]`` when every item is a number, bool, null or flow-safe plain string."""
+    if not all(_is_scalar(v) and (not isinstance(v, str) or _plain_ok(v, True)) for v in items):
+        return None
+    return "[" + ", ".join(scalar_text(v, flow=True) for v in items) + "]"
+
+
+def _emit(obj: object, indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            key = scalar_text(k)
+            if isinstance(v, dict) and v:
+                out.append(f"{pad}{key}:")
+                _emit(v, indent + 2, out)
+            elif isinstance(v, list) and v:
+                flow = _flow_list(v)
+                if flow is not None:
+                    out.append(f"{pad}{key}: {flow}")
+                else:
+                    out.append(f"{pad}{key}:")
+                    _emit(v, indent, out)
+            elif isinstance(v, dict):
+                out.append(f"{pad}{key}: {{}}")
+            elif isinstance(v, list):
+                out.append(f"{pad}{key}: []")
+            else:
+                out.append(f"{pad}{key}: {scalar_text(v)}")
+    elif isinstance(obj, list):
+        for v in obj:
+            if isinstance(v, dict) and v:
+                sub: list[str] = []
+                _emit(v, indent + 2, sub)
+                sub[0] = f"{pad}- {sub[0][indent + 2:]}"
+                out.extend(sub)
+            elif isinstance(v, list):
+                flow = _flow_list(v)
+                if flow is None:
+                    raise TypeError("nested lists of strings or collections are not part of the format")
+                out.append(f"{pad}- {flow}")
+            elif isinstance(v, dict):
+                out.append(f"{pad}- {{}}")
+            else:
+                out.append(f"{pad}- {scalar_text(v)}")
+    else:
+        raise TypeError("a YAML document must be a mapping or a list")
+
+
+def emit(doc: dict | list) -> str:
+    """Canonical YAML text of ``doc`` (a dict or list of dicts, lists and scalars)."""
+    out: list[str] = []
+    _emit(doc, 0, out)
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------- loading
+
+class _NotCanonical(Exception):
+    pass
+
+
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+(?:e[-+][0-9]+)?\Z")
+_SPECIAL = {"null": None, "true": True, "false": False, ".inf": math.inf, "-.inf": -math.inf,
+            ".nan": math.nan, "{}": None, "[]": None}
+_ESC = re.compile(r'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|["\\nt])')
+_LINE = re.compile(r"( *)(.*)\Z")
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-/]*):(?: (.*))?\Z")
+
+
+def _unescape(m: re.Match) -> str:
+    e = m.group(1)
+    return {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}.get(e) or chr(int(e[1:], 16))
+
+
+def _scalar(tok: str, flow: bool = False) -> object:
+    if tok in _SPECIAL:
+        if tok == "{}":
+            return {}
+        if tok == "[]":
+            return []
+        return _SPECIAL[tok]
+    if _INT.match(tok):
+        return int(tok)
+    if _FLOAT.match(tok):
+        return float(tok)
+    if tok[0] == '"':
+        if len(tok) < 2 or tok[-1] != '"' or flow:
+            raise _NotCanonical
+        body = tok[1:-1]
+        stripped = _ESC.sub("", body)
+        if '"' in stripped or "\\" in stripped or any(ord(c) < 0x20 or ord(c) > 0x7E for c in stripped):
+            raise _NotCanonical
+        return _ESC.sub(_unescape, body)
+    if tok[0] == "[":
+        if flow or tok[-1] != "]" or any(c in tok[1:-1] for c in "[]{}\"'"):
+            raise _NotCanonical
+        return [_scalar(p, flow=True) for p in tok[1:-1].split(", ")]
+    if _plain_ok(tok, flow):
+        return tok
+    raise _NotCanonical
+
+
+def _fast_parse(text: str) -> object:
+    if "\t" in text or "\r" in text or not text.endswith("\n"):
+        raise _NotCanonical
+    raw = text.split("\n")[:-1]
+    lines: list[tuple[int, str]] = []
+    for s in raw:
+        content = s.lstrip(" ")
+        if not content or content[0] == "#" or " #" in content or content.startswith("---"):
+            raise _NotCanonical
+        lines.append((len(s) - len(content), content))
+    if not lines:
+        raise _NotCanonical
+    obj, i = _block(lines, 0, lines[0][0])
+    if i != len(lines) or lines[0][0] != 0:
+        raise _NotCanonical
+    return obj
+
+
+def _block(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[object, int]:
+    content = lines[i][1]
+    if content == "-" or content.startswith("- "):
+        return _sequence(lines, i, indent)
+    return _mapping(lines, i, indent)
+
+
+def _mapping(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[dict, int]:
+    out: dict = {}
+    n = len(lines)
+    while i < n and lines[i][0] == indent:
+        content = lines[i][1]
+        if content.startswith("- "):
+            break
+        m = _KEY.match(content)
+        if not m or not _plain_ok(m.group(1), False):
+            raise _NotCanonical
+        key, rest = m.group(1), m.group(2)
+        if key in out:
+            raise _NotCanonical
+        i += 1
+        if rest is None:
+            if i >= n:
+                raise _NotCanonical
+            ci, cc = lines[i]
+            if ci > indent:
+                out[key], i = _block(lines, i, ci)
+            elif ci == indent and cc.startswith("- "):
+                out[key], i = _sequence(lines, i, indent)
+            else:
+                raise _NotCanonical
+        else:
+            out[key] = _scalar(rest)
+    if i < n and lines[i][0] > indent:
+        raise _NotCanonical
+    return out, i
+
+
+def _sequence(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[list, int]:
+    out: list = []
+    n = len(lines)
+    while i < n and lines[i][0] == indent and lines[i][1].startswith("- "):
+        rest = lines[i][1][2:]
+        if _KEY.match(rest):
+            lines[i] = (indent + 2, rest)
+            item, i = _mapping(lines, i, indent + 2)
+            out.append(item)
+        else:
+            out.append(_scalar(rest))
+            i += 1
+    if i < n and lines[i][0] > indent:
+        raise _NotCanonical
+    return out, i
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
+    """PyYAML's safe loader, refusing aliases and duplicate keys."""
+
+    def construct_object(self, node, deep=False):  # noqa: ANN001, ANN201
+        if node in self.constructed_objects or node in self.recursive_objects:
+            raise YamlError("aliases and anchors are not allowed", node.start_mark.line + 1)
+        return super().construct_object(node, deep)
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
+        seen = set()
+        for key_node, _ in node.value:
+            key = key_node.value
+            if key in seen:
+                raise YamlError(f"duplicate key {key!r}", key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def parse(text: str) -> object:
+    """Parse YAML text into Python data; YamlError with a line number on failure."""
+    if len(text) > MAX_BYTES:
+        raise YamlError(f"file is larger than the {MAX_BYTES} byte limit (set SOLAR_IO_MAX_BYTES)")
+    try:
+        return _fast_parse(text)
+    except (_NotCanonical, RecursionError):
+        pass
+    try:
+        loader = _StrictLoader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except YamlError:
+        raise
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        msg = " ".join(str(x) for x in (e.context, e.problem) if x)
+        raise YamlError(f"not valid YAML: {msg}", mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as e:
+        raise YamlError(f"not valid YAML: {e}") from None
+    except RecursionError:
+        raise YamlError("YAML nesting is too deep") from None
+
+
+def read_text(path: str | Path) -> str:
+    """Read a UTF-8 file, refusing files over the size limit before reading them."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > MAX_BYTES:
+        raise YamlError(f"file is {size} bytes, over the {MAX_BYTES} byte limit (set SOLAR_IO_MAX_BYTES)")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise YamlError(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def line_of(text: str, path: tuple) -> int | None:
+    """1-based line of the YAML node at ``path`` (keys and list indices), best effort."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except Exception:  # noqa: BLE001 - only used to decorate an error already found
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == step:
+                    line, node = k.start_mark.line + 1, v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
