@@ -13,8 +13,18 @@ from typing import Any
 from . import dtypes
 from .affine import Access, is_rank_name, is_tensor_name, parse_access
 from .errors import GraphError, Issue
-from .graph import (FORMAT_NAME, KINDS, MOVEMENTS, ROLES, VALIDATION_STATUS, Graph, Node, Producer,
-                    Tensor, Validation)
+from .graph import (
+    FORMAT_NAME,
+    KINDS,
+    MOVEMENTS,
+    ROLES,
+    VALIDATION_STATUS,
+    Graph,
+    Node,
+    Producer,
+    Tensor,
+    Validation,
+)
 from .ops import MAP_OPS, REDUCE_OPS
 from .versioning import CURRENT, VersionError, check_readable, parse_version
 

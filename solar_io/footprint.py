@@ -128,7 +128,7 @@ def _group_count(access: Access, dims: list[int], extents: list[int], sizes: dic
         best = max(expr_distinct(index[d], sizes, extents[d])[0] for d in dims)  # type: ignore[arg-type]
         return float(best), False
     grids = np.meshgrid(*[np.arange(sizes[r]) for r in ranks], indexing="ij")
-    env = dict(zip(ranks, (g.ravel() for g in grids)))
+    env = dict(zip(ranks, (g.ravel() for g in grids), strict=True))
     keep = np.ones(points, dtype=bool)
     flat = np.zeros(points, dtype=np.int64)
     for d in dims:

@@ -144,7 +144,8 @@ class _Validator:
         total = 0
         for j, a in enumerate(n.inputs):
             shape = self.g.shape(a.tensor)
-            if len(shape) != len(oshape) or any(s != o for d, (s, o) in enumerate(zip(shape, oshape)) if d != k):
+            if len(shape) != len(oshape) or any(
+                    s != o for d, (s, o) in enumerate(zip(shape, oshape, strict=True)) if d != k):
                 self.err(path + ("inputs", j), f"node {n.name}: input {a.tensor} {list(shape)} does not fit "
                          f"output {list(oshape)} outside axis {n.axis}")
                 return
@@ -252,7 +253,7 @@ class _Validator:
         g = self.g
         producer: dict[str, int] = {}
         for i, n in enumerate(g.nodes):
-            for j, a in enumerate(n.outputs):
+            for a in n.outputs:
                 if a.tensor in producer:
                     self.err(("nodes", i), f"node {n.name}: tensor {a.tensor} is already produced by node "
                              f"{g.nodes[producer[a.tensor]].name}; every tensor is produced once")
