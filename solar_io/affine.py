@@ -14,7 +14,7 @@ last, so ``R + 2*P - 1`` and ``2*P + R - 1`` parse to the same value and print t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -40,10 +40,10 @@ class AffineExpr:
 
     terms: tuple[tuple[str, int], ...]
     const: int = 0
+    ranks: tuple[str, ...] = field(init=False, compare=False, repr=False)
 
-    @property
-    def ranks(self) -> tuple[str, ...]:
-        return tuple(r for r, _ in self.terms)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ranks", tuple(r for r, _ in self.terms))
 
     def is_rank(self) -> bool:
         """True for a plain rank (``P``): one term, coefficient 1, no constant."""
@@ -82,10 +82,7 @@ class Indirect:
     """An index read from input tensor ``tensor`` of the same node (``@tensor``)."""
 
     tensor: str
-
-    @property
-    def ranks(self) -> tuple[str, ...]:
-        return ()
+    ranks: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"@{self.tensor}"

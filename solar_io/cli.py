@@ -17,12 +17,16 @@ from .codec import decode
 from .errors import GraphError, Issue, SolarIOError
 from .files import check_text, dumps, load
 from .graph import FORMAT_VERSION
+from .hardware.cli import app as hardware_app
 from .metrics import graph_metrics
 from .versioning import migrate as migrate_doc
 from .yamltext import YamlError, parse, read_text, write_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Speed-of-light analysis of deep-learning workloads from einsum-graph files.")
+
+
+app.add_typer(hardware_app, name="hw", help="Hardware specs: list, show, and probe the local CPU.")
 
 
 def _version(value: bool) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]*\Z")
 
 
 class SolarIOError(Exception):
@@ -22,7 +25,12 @@ class Issue:
         """The path as ``nodes[3].inputs[0]``."""
         out = ""
         for step in self.path:
-            out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+            if isinstance(step, int):
+                out += f"[{step}]"
+            elif _PLAIN_KEY.match(step):
+                out += f".{step}" if out else step
+            else:
+                out += f"[{step!r}]"
         return out or "(document)"
 
     def format(self, file: str | None = None) -> str:
@@ -31,7 +39,7 @@ class Issue:
         if self.line is not None:
             loc += f":{self.line}"
         sev = "warning: " if self.severity == "warning" else ""
-        return f"{loc}: {self.where()}: {sev}{self.message}"
+        return f"{loc}: {self.where()}: {sev}{' '.join(self.message.split())}"
 
 
 class GraphError(SolarIOError):

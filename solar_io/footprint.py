@@ -10,6 +10,8 @@ Reads outside the tensor (implicit padding) touch no memory and are not counted.
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from .affine import Access, AffineExpr, Indirect
@@ -80,9 +82,14 @@ def access_elements(access: Access, tensor_ranks: tuple[str, ...], sizes: dict[s
     (assumed distinct, the usual case for embeddings and gathers).
     """
     extents = [sizes[r] for r in tensor_ranks]
-    numel = float(np.prod(extents, dtype=np.float64)) if extents else 1.0
+    numel = float(prod(extents))
     if access.index is None:
         return numel, True
+    plain = [e.terms[0][0] for e in access.index
+             if type(e) is AffineExpr and e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1]
+    if len(plain) == len(access.index) and len(set(plain)) == len(plain):
+        # Each dim indexed by its own rank: 0..size-1 clipped to the extent.
+        return float(prod(min(sizes[r], x) for r, x in zip(plain, extents, strict=True))), True
     exact = True
     # Group dimensions that share iteration ranks; each group contributes a factor.
     groups: list[list[int]] = []

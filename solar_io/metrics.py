@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from .affine import AffineExpr
+from .affine import AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
 from .graph import Graph, Node, Tensor
@@ -96,7 +96,8 @@ def node_metrics(g: Graph, node: Node) -> NodeMetrics:
     reads: dict[str, float] = {}
     exact = True
     if not (node.kind == "data_movement" and node.view):
-        indirect = _indirect_counts(g, node) if node.kind != "opaque" else {}
+        gathers = node.kind != "opaque" and any(type(e) is Indirect for a in node.inputs for e in a.index or ())
+        indirect = _indirect_counts(g, node) if gathers else {}
         for a in node.inputs:
             t = tmap[a.tensor]
             elements, ok = access_elements(a, t.ranks, sizes, indirect)

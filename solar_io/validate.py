@@ -72,8 +72,9 @@ class _Validator:
                 p = path + ((key, j) if key != "output" else (key,))
                 if a.tensor not in self.tensors:
                     self.err(p, f"node {n.name}: tensor {a.tensor!r} is not declared in tensors")
-        if any(a.tensor not in self.tensors for a in n.inputs + n.outputs):
-            return
+        if any(a.tensor not in self.tensors or any(r not in self.sizes for r in self.tensors[a.tensor].ranks)
+               for a in n.inputs + n.outputs):
+            return  # already reported
         if any(r not in self.sizes for r in n.space):
             return
         getattr(self, f"_{n.kind}")(path, n)

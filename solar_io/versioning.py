@@ -16,7 +16,7 @@ from .graph import FORMAT_VERSION
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
 CURRENT: tuple[int, int] = tuple(int(p) for p in FORMAT_VERSION.split("."))  # type: ignore[assignment]
-READS = f"{CURRENT[0]}.0-{CURRENT[0]}.{CURRENT[1]} (and newer {CURRENT[0]}.x, ignoring their new fields)"
+READS = f"{CURRENT[0]}.x; it writes {FORMAT_VERSION}"
 
 
 class VersionError(SolarIOError):

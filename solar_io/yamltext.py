@@ -90,8 +90,19 @@ def format_float(x: float) -> str:
     return r
 
 
+_STR_TEXT: dict[tuple[str, bool], str] = {}
+
+
 def scalar_text(v: object, flow: bool = False) -> str:
     """Canonical text of one scalar."""
+    if type(v) is str:
+        key = (v, flow)
+        text = _STR_TEXT.get(key)
+        if text is None:
+            text = v if _plain_ok(v, flow) else _quote(v)
+            if len(_STR_TEXT) < 1 << 18:
+                _STR_TEXT[key] = text
+        return text
     if v is None:
         return "null"
     if v is True:
@@ -113,9 +124,15 @@ def _is_scalar(v: object) -> bool:
 
 def _flow_list(items: list) -> str | None:
     """``[a, b]`` when every item is a number, bool, null or flow-safe plain string."""
-    if not all(_is_scalar(v) and (not isinstance(v, str) or _plain_ok(v, True)) for v in items):
-        return None
-    return "[" + ", ".join(scalar_text(v, flow=True) for v in items) + "]"
+    texts = []
+    for v in items:
+        if not _is_scalar(v):
+            return None
+        t = scalar_text(v, flow=True)
+        if t[0] == '"':
+            return None
+        texts.append(t)
+    return "[" + ", ".join(texts) + "]"
 
 
 def _emit(obj: object, indent: int, out: list[str]) -> None:
@@ -186,29 +203,41 @@ def _unescape(m: re.Match) -> str:
     return {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}.get(e) or chr(int(e[1:], 16))
 
 
+#: Plain words that YAML 1.1 resolves to something other than a string.
+_RESERVED = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
+                      "null Null NULL y Y n N".split())
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+
 def _scalar(tok: str, flow: bool = False) -> object:
+    if not tok:
+        raise _NotCanonical
+    c = tok[0]
+    if (c.isalpha() or c == "_") and tok not in _RESERVED and _IDENT.match(tok):
+        return tok
+    if c == "[":
+        if flow or tok[-1] != "]" or any(ch in tok[1:-1] for ch in "[]{}\"'"):
+            raise _NotCanonical
+        inner = tok[1:-1]
+        if not inner:
+            return []
+        return [x if (x not in _RESERVED and _IDENT.match(x)) else _scalar(x, True) for x in inner.split(", ")]
     if tok in _SPECIAL:
         if tok == "{}":
             return {}
-        if tok == "[]":
-            return []
         return _SPECIAL[tok]
     if _INT.match(tok):
         return int(tok)
     if _FLOAT.match(tok):
         return float(tok)
-    if tok[0] == '"':
+    if c == '"':
         if len(tok) < 2 or tok[-1] != '"' or flow:
             raise _NotCanonical
         body = tok[1:-1]
         stripped = _ESC.sub("", body)
-        if '"' in stripped or "\\" in stripped or any(ord(c) < 0x20 or ord(c) > 0x7E for c in stripped):
+        if '"' in stripped or "\\" in stripped or any(ord(ch) < 0x20 or ord(ch) > 0x7E for ch in stripped):
             raise _NotCanonical
         return _ESC.sub(_unescape, body)
-    if tok[0] == "[":
-        if flow or tok[-1] != "]" or any(c in tok[1:-1] for c in "[]{}\"'"):
-            raise _NotCanonical
-        return [_scalar(p, flow=True) for p in tok[1:-1].split(", ")]
     if _plain_ok(tok, flow):
         return tok
     raise _NotCanonical
@@ -217,74 +246,94 @@ def _scalar(tok: str, flow: bool = False) -> object:
 def _fast_parse(text: str) -> object:
     if "\t" in text or "\r" in text or not text.endswith("\n"):
         raise _NotCanonical
-    raw = text.split("\n")[:-1]
-    lines: list[tuple[int, str]] = []
-    for s in raw:
+    indents: list[int] = []
+    contents: list[str] = []
+    for s in text.split("\n")[:-1]:
         content = s.lstrip(" ")
         if not content or content[0] == "#" or " #" in content or content.startswith("---"):
             raise _NotCanonical
-        lines.append((len(s) - len(content), content))
-    if not lines:
+        indents.append(len(s) - len(content))
+        contents.append(content)
+    if not contents or indents[0] != 0:
         raise _NotCanonical
-    obj, i = _block(lines, 0, lines[0][0])
-    if i != len(lines) or lines[0][0] != 0:
+    p = _Parser(indents, contents)
+    obj, i = p.block(0, 0)
+    if i != len(contents):
         raise _NotCanonical
     return obj
 
 
-def _block(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[object, int]:
-    content = lines[i][1]
-    if content == "-" or content.startswith("- "):
-        return _sequence(lines, i, indent)
-    return _mapping(lines, i, indent)
+class _Parser:
+    """Recursive descent over (indent, content) lines of canonical text."""
 
+    def __init__(self, indents: list[int], contents: list[str]):
+        self.ind = indents
+        self.con = contents
+        self.keys: set[str] = set()
 
-def _mapping(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[dict, int]:
-    out: dict = {}
-    n = len(lines)
-    while i < n and lines[i][0] == indent:
-        content = lines[i][1]
-        if content.startswith("- "):
-            break
-        m = _KEY.match(content)
-        if not m or not _plain_ok(m.group(1), False):
-            raise _NotCanonical
-        key, rest = m.group(1), m.group(2)
-        if key in out:
-            raise _NotCanonical
-        i += 1
-        if rest is None:
-            if i >= n:
+    def key(self, content: str) -> tuple[str, str | None] | None:
+        """(key, rest) when ``content`` is a canonical ``key: value`` or ``key:`` line."""
+        k, sep, rest = content.partition(": ")
+        if not sep:
+            if not content.endswith(":"):
+                return None
+            k, rest = content[:-1], None
+        if k not in self.keys:
+            if not _KEY.match(k + ":") or not _plain_ok(k, False):
+                return None
+            self.keys.add(k)
+        return k, rest
+
+    def block(self, i: int, indent: int) -> tuple[object, int]:
+        c = self.con[i]
+        if c == "-" or c.startswith("- "):
+            return self.sequence(i, indent)
+        return self.mapping(i, indent)
+
+    def mapping(self, i: int, indent: int) -> tuple[dict, int]:
+        out: dict = {}
+        ind, con = self.ind, self.con
+        n = len(con)
+        while i < n and ind[i] == indent:
+            content = con[i]
+            if content.startswith("- "):
+                break
+            kv = self.key(content)
+            if kv is None or kv[0] in out:
                 raise _NotCanonical
-            ci, cc = lines[i]
-            if ci > indent:
-                out[key], i = _block(lines, i, ci)
-            elif ci == indent and cc.startswith("- "):
-                out[key], i = _sequence(lines, i, indent)
-            else:
-                raise _NotCanonical
-        else:
-            out[key] = _scalar(rest)
-    if i < n and lines[i][0] > indent:
-        raise _NotCanonical
-    return out, i
-
-
-def _sequence(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[list, int]:
-    out: list = []
-    n = len(lines)
-    while i < n and lines[i][0] == indent and lines[i][1].startswith("- "):
-        rest = lines[i][1][2:]
-        if _KEY.match(rest):
-            lines[i] = (indent + 2, rest)
-            item, i = _mapping(lines, i, indent + 2)
-            out.append(item)
-        else:
-            out.append(_scalar(rest))
+            key, rest = kv
             i += 1
-    if i < n and lines[i][0] > indent:
-        raise _NotCanonical
-    return out, i
+            if rest is None:
+                if i >= n:
+                    raise _NotCanonical
+                if ind[i] > indent:
+                    out[key], i = self.block(i, ind[i])
+                elif ind[i] == indent and con[i].startswith("- "):
+                    out[key], i = self.sequence(i, indent)
+                else:
+                    raise _NotCanonical
+            else:
+                out[key] = _scalar(rest)
+        if i < n and ind[i] > indent:
+            raise _NotCanonical
+        return out, i
+
+    def sequence(self, i: int, indent: int) -> tuple[list, int]:
+        out: list = []
+        ind, con = self.ind, self.con
+        n = len(con)
+        while i < n and ind[i] == indent and con[i].startswith("- "):
+            rest = con[i][2:]
+            if self.key(rest) is not None:
+                ind[i], con[i] = indent + 2, rest
+                item, i = self.mapping(i, indent + 2)
+                out.append(item)
+            else:
+                out.append(_scalar(rest))
+                i += 1
+        if i < n and ind[i] > indent:
+            raise _NotCanonical
+        return out, i
 
 
 class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
@@ -298,6 +347,8 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
     def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
         seen = set()
         for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # the constructor itself refuses unhashable keys
             key = key_node.value
             if key in seen:
                 raise YamlError(f"duplicate key {key!r}", key_node.start_mark.line + 1)
@@ -323,12 +374,14 @@ def parse(text: str) -> object:
         raise
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        msg = " ".join(str(x) for x in (e.context, e.problem) if x)
+        msg = " ".join(" ".join(str(x).split()) for x in (e.context, e.problem) if x)
         raise YamlError(f"not valid YAML: {msg}", mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:
-        raise YamlError(f"not valid YAML: {e}") from None
+        raise YamlError("not valid YAML: " + " ".join(str(e).split())) from None
     except RecursionError:
         raise YamlError("YAML nesting is too deep") from None
+    except (ValueError, TypeError, OverflowError) as e:  # e.g. a timestamp such as 2001-02-30
+        raise YamlError("not valid YAML: " + " ".join(str(e).split())) from None
 
 
 def read_text(path: str | Path) -> str:

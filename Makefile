@@ -1,0 +1,32 @@
+# Set-up and test entry points. Both build .venv from nothing; nothing else needs installing by hand.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run test venv bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The main job on the bundled examples: check every graph, summarise one.
+run: venv
+	$(BIN)/solar-io check examples/graphs/*.yaml
+	$(BIN)/solar-io fmt --check examples/graphs/*.yaml
+	$(BIN)/solar-io info examples/graphs/attention.yaml
+
+# Lint and the whole test suite.
+test: venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+bench: venv
+	$(BIN)/python benchmarks/bench_io.py
+
+clean:
+	rm -rf $(VENV) dist build .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,5 @@
+"""``python -m solar_io`` runs the ``solar-io`` command line."""
+
+from .cli import main
+
+main()

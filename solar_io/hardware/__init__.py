@@ -1,0 +1,54 @@
+"""Hardware specs: dense peaks per unit and dtype, memory hierarchy, sources.
+
+Example::
+
+    from solar_io.hardware import load_spec
+    h100 = load_spec("h100")          # name or alias, case-insensitive, or a YAML path
+    h100.peak("matrix", "bf16")       # dense FLOP/s: 9.894e14
+    h100.dram_bandwidth               # bytes/s: 3.35e12
+
+Shipped specs live in ``hardware/*.yaml`` (``solar_io/_data/hardware`` in a wheel) and follow
+``schema/hardware-v1.schema.json``. :mod:`solar_io.hardware.probe` builds a spec for the local
+CPU; :mod:`solar_io.hardware.cli` is the ``solar-io hw`` command group.
+"""
+
+from solar_io.hardware.catalog import UnknownHardwareError, known_names, list_specs, load_spec
+from solar_io.hardware.spec import (
+    DTYPES,
+    UNIT_CLASSES,
+    Clock,
+    HardwareSpec,
+    HardwareSpecError,
+    MeasuredBandwidth,
+    MeasuredGemm,
+    MemoryLevel,
+    Peak,
+    Source,
+    dump_spec_yaml,
+    load_spec_file,
+    schema,
+    spec_from_dict,
+    write_spec,
+)
+
+__all__ = [
+    "DTYPES",
+    "UNIT_CLASSES",
+    "Clock",
+    "HardwareSpec",
+    "HardwareSpecError",
+    "MeasuredBandwidth",
+    "MeasuredGemm",
+    "MemoryLevel",
+    "Peak",
+    "Source",
+    "UnknownHardwareError",
+    "dump_spec_yaml",
+    "known_names",
+    "list_specs",
+    "load_spec",
+    "load_spec_file",
+    "schema",
+    "spec_from_dict",
+    "write_spec",
+]

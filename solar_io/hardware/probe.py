@@ -1,0 +1,293 @@
+"""Build a hardware spec for the local CPU from its own facts plus a few measurements.
+
+Theoretical peaks come from Linux's description of the machine (``/proc/cpuinfo``,
+``/sys/devices/system/cpu``): physical cores x FMA pipes x SIMD lanes x 2 x clock. Measured
+figures (numpy GEMM, and read/copy/triad bandwidth on buffers far larger than the last-level
+cache) are recorded separately under ``measured``; the DRAM bandwidth that bounds use is the best
+measured pattern, since a virtual machine hides the theoretical one.
+
+Assumptions (written into the spec's notes): 2 FMA pipes per core for x86 AVX/AVX-512 and Arm
+NEON cores; AMD Zen 4 (family 0x19 with AVX-512) executes 512-bit instructions on 256-bit
+datapaths and Zen 1 (family 0x17, model < 0x30) splits 256-bit AVX into 128-bit halves; the matrix
+unit equals the SIMD unit unless Intel AMX is present. When the system reports only a nominal clock
+(typical of a VM, which hides turbo) and the measured GEMM proves a higher one, the clock implied by
+the measurement is used, so the theoretical peaks are never below a measured rate.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+from solar_io.hardware.cpuinfo import CacheInfo, CpuFacts, Simd, read_cpu_facts, simd_of
+from solar_io.hardware.spec import (
+    Clock,
+    HardwareSpec,
+    MeasuredBandwidth,
+    MeasuredGemm,
+    MemoryLevel,
+    Peak,
+    Source,
+    write_spec,
+)
+
+__all__ = [
+    "CacheInfo",
+    "CpuFacts",
+    "ProbeConfig",
+    "ProbeError",
+    "Simd",
+    "choose_clock",
+    "measure_bandwidth",
+    "measure_gemm",
+    "probe",
+    "probe_to_file",
+    "read_cpu_facts",
+    "simd_of",
+    "theoretical_peaks",
+]
+
+_MIB = 1 << 20
+
+
+class ProbeError(RuntimeError):
+    """The local machine could not be described consistently (e.g. the SIMD model contradicts the
+    measured GEMM rate)."""
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """Knobs of the probe; :meth:`fast` gives a configuration that runs in a few seconds."""
+
+    name: str = "local-cpu"
+    gemm_sizes: tuple[int, ...] = (512, 1024, 2048)
+    gemm_runs: int = 5
+    bandwidth_runs: int = 5
+    llc_factor: int = 8  # each bandwidth buffer is at least this many times the last-level cache
+    min_buffer_bytes: int = 64 * _MIB
+    buffer_bytes: int | None = None  # explicit per-array size; overrides llc_factor/min_buffer_bytes
+    threads: int | None = None  # bandwidth threads; default: logical CPUs in the affinity mask
+    clock_hz: float | None = None  # override when the clock cannot be read
+    root: Path = Path("/")  # where /proc and /sys are read from (tests point this elsewhere)
+
+    @classmethod
+    def fast(cls, **overrides: object) -> ProbeConfig:
+        """Small GEMMs and two runs each: a probe in a few seconds (buffers stay >= 8x LLC)."""
+        params: dict[str, object] = {"gemm_sizes": (256, 512), "gemm_runs": 2, "bandwidth_runs": 2}
+        params.update(overrides)
+        return cls(**params)  # type: ignore[arg-type]
+
+
+def _fp32_flop_per_cycle(facts: CpuFacts, simd: Simd) -> float:
+    """FP32 FLOP per cycle of the whole chip: cores x FMA pipes x lanes x 2."""
+    return facts.physical_cores * simd.pipes * (simd.width_bits // 32) * 2.0
+
+
+# No CPU core runs faster; a higher implied clock means the SIMD model is wrong.
+MAX_PLAUSIBLE_CLOCK_HZ = 6.5e9
+
+
+def choose_clock(facts: CpuFacts, simd: Simd, gemm: Mapping[str, MeasuredGemm]) -> tuple[float, str]:
+    """The clock for theoretical peaks: the reported one, raised to what the measured GEMM implies.
+
+    A virtual machine often reports only the nominal clock ('cpu MHz') and hides turbo; a measured
+    rate above cores x pipes x lanes x 2 x clock proves the real clock is higher. The implied clock
+    (a lower bound on the real boost clock) is then used. An implied clock above 6.5 GHz cannot be
+    turbo: it means the SIMD width or pipe count was under-detected, and the probe refuses.
+    """
+    per_cycle = _fp32_flop_per_cycle(facts, simd)
+    implied = 0.0
+    for dtype, g in gemm.items():
+        factor = {"fp32": 1.0, "fp64": 0.5}.get(dtype)
+        if factor:
+            implied = max(implied, g.flops / (per_cycle * factor))
+    if implied > MAX_PLAUSIBLE_CLOCK_HZ:
+        raise ProbeError(
+            f"measured GEMM implies a {implied / 1e9:.1f} GHz clock for {simd.isa} {simd.width_bits}-bit x "
+            f"{simd.pipes} pipes x {facts.physical_cores} cores: the SIMD model of this CPU is wrong"
+        )
+    reported = facts.clock_hz
+    if reported and reported >= implied:
+        return reported, facts.clock_note
+    if not reported:
+        return implied, ("clock not reported by the system: the lowest clock consistent with the "
+                         f"measured GEMM at {per_cycle:g} FP32 FLOP/cycle (a lower bound on the real clock)")
+    return implied, (f"reported {reported / 1e9:.3f} GHz ({facts.clock_note}) is below the "
+                     f"{implied / 1e9:.3f} GHz implied by the measured GEMM at {per_cycle:g} FP32 "
+                     "FLOP/cycle, so the implied clock is used (a lower bound on the real boost clock)")
+
+
+def theoretical_peaks(facts: CpuFacts, simd: Simd, clock: float) -> dict[str, dict[str, Peak]]:
+    """Matrix and vector peaks (FLOP/s) from cores, SIMD model and ``clock``; AMX adds matrix peaks."""
+    cores = facts.physical_cores
+    fp32 = _fp32_flop_per_cycle(facts, simd) * clock
+    base = (f"theoretical: {cores} cores x {simd.pipes} FMA pipes x {{lanes}} lanes x 2 x "
+            f"{clock / 1e9:.3f} GHz ({simd.isa}; {simd.note})")
+    vector = {
+        "fp64": Peak(fp32 / 2, (0,), base.format(lanes=simd.width_bits // 64)),
+        "fp32": Peak(fp32, (0,), base.format(lanes=simd.width_bits // 32)),
+    }
+    for dtype, (factor, why) in simd.extra.items():
+        vector[dtype] = Peak(fp32 * factor, (0,), f"theoretical: FP32 SIMD peak x {factor:g} ({why})")
+    matrix = {dt: Peak(p.value, p.sources, f"no matrix engine (AMX) detected: equals the SIMD peak; {p.note}")
+              for dt, p in vector.items()}
+    amx = {"amx_bf16": ("bf16", 1024), "amx_fp16": ("fp16", 1024), "amx_int8": ("int8", 2048)}
+    for flag, (dtype, per_cycle) in amx.items():
+        if flag in facts.flags:
+            matrix[dtype] = Peak(cores * per_cycle * clock, (0,),
+                                 f"theoretical: Intel AMX TMUL {per_cycle} {dtype} ops per cycle per core x "
+                                 f"{cores} cores x {clock / 1e9:.3f} GHz")
+    return {"matrix": matrix, "vector": vector}
+
+
+def _best_time(fn: Callable[[], object], runs: int) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure_gemm(config: ProbeConfig) -> dict[str, MeasuredGemm]:
+    """Best numpy (BLAS) GEMM rate for fp32 and fp64 over ``config.gemm_sizes``."""
+    rng = np.random.default_rng(0)
+    out: dict[str, MeasuredGemm] = {}
+    for dtype, np_dtype in (("fp32", np.float32), ("fp64", np.float64)):
+        best_rate, best_n = 0.0, 0
+        for n in config.gemm_sizes:
+            a = rng.standard_normal((n, n)).astype(np_dtype)
+            b = rng.standard_normal((n, n)).astype(np_dtype)
+            c = np.empty((n, n), dtype=np_dtype)
+            np.matmul(a, b, out=c)  # warm-up: BLAS threads, page faults
+            rate = 2.0 * n**3 / _best_time(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), config.gemm_runs)
+            if rate > best_rate:
+                best_rate, best_n = rate, n
+        out[dtype] = MeasuredGemm(best_rate, best_n, (1,), config.gemm_runs,
+                                  f"numpy.matmul {np.__version__}, n x n x n, best of sizes "
+                                  f"{list(config.gemm_sizes)} and {config.gemm_runs} runs each")
+    return out
+
+
+def _buffer_bytes(config: ProbeConfig, facts: CpuFacts) -> tuple[int, str]:
+    if config.buffer_bytes is not None:
+        return config.buffer_bytes, "explicit buffer size"
+    llc = max((c.size * c.count for c in facts.caches), default=0)
+    want = max(config.llc_factor * llc, config.min_buffer_bytes)
+    why = f"{config.llc_factor}x the last-level cache ({llc} bytes)" if llc else "no cache sizes found"
+    if facts.mem_available_bytes and 3 * want > facts.mem_available_bytes // 2:
+        want = facts.mem_available_bytes // 6
+        why += "; capped at 1/6 of available memory (three arrays in half of it)"
+    return int(want) // 4096 * 4096, why
+
+
+def measure_bandwidth(config: ProbeConfig, facts: CpuFacts) -> dict[str, MeasuredBandwidth]:
+    """Best read-only, copy and triad bandwidth (STREAM byte counting) with one thread per CPU."""
+    nbytes, why = _buffer_bytes(config, facts)
+    n = max(nbytes // 8, 1)
+    threads = max(1, config.threads or facts.logical_cpus)
+    a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
+    edges = np.linspace(0, n, threads + 1).astype(int)
+    spans = [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
+    block = 1 << 15  # triad works in cache-sized blocks so its two numpy passes touch DRAM once
+
+    def read(lo: int, hi: int) -> object:
+        return np.add.reduce(b[lo:hi])
+
+    def copy(lo: int, hi: int) -> None:
+        np.copyto(a[lo:hi], b[lo:hi])
+
+    def triad(lo: int, hi: int) -> None:
+        for s in range(lo, hi, block):
+            e = min(s + block, hi)
+            np.multiply(c[s:e], 3.0, out=a[s:e])
+            np.add(a[s:e], b[s:e], out=a[s:e])
+
+    patterns = {"read": (read, 1, "read-only: numpy.add.reduce over a"),
+                "copy": (copy, 2, "copy: a = b (numpy.copyto)"),
+                "triad": (triad, 3, "triad: a = b + 3*c in cache-sized blocks")}
+    out: dict[str, MeasuredBandwidth] = {}
+    with ThreadPoolExecutor(max_workers=len(spans)) as pool:
+        for name, (fn, arrays, what) in patterns.items():
+            def run(fn: Callable[[int, int], object] = fn) -> None:
+                list(pool.map(lambda span: fn(*span), spans))
+
+            run()  # warm-up
+            seconds = _best_time(run, config.bandwidth_runs)
+            out[name] = MeasuredBandwidth(
+                arrays * n * 8 / seconds, n * 8, (1,), len(spans), config.bandwidth_runs,
+                f"{what}; {arrays} array(s) of {n * 8} bytes ({why}) counted once each, "
+                f"{len(spans)} threads, best of {config.bandwidth_runs} runs",
+            )
+    return out
+
+
+def _memory_levels(facts: CpuFacts, dram_bw: float, best: str) -> tuple[MemoryLevel, ...]:
+    levels = [MemoryLevel(
+        "dram", float(facts.mem_total_bytes) if facts.mem_total_bytes else None, dram_bw, (0, 1), kind="DRAM",
+        note=(f"capacity: MemTotal from /proc/meminfo; bandwidth: measured, best pattern ({best}); the "
+              f"theoretical DRAM bandwidth is not visible to the probe"),
+    )]
+    for cache in sorted(facts.caches, key=lambda c: -c.level):
+        name = f"l{cache.level}d" if cache.type == "Data" else f"l{cache.level}"
+        if cache.count == 1:
+            per, count = None, None
+        else:
+            per, count = ("core" if cache.count == facts.physical_cores else "cluster"), cache.count
+        levels.append(MemoryLevel(
+            name, float(cache.size), None, (0,), kind="SRAM", per=per, count=count,
+            note="size from /sys/devices/system/cpu/cpu*/cache (KiB converted); instances counted by "
+                 "distinct shared_cpu_list; bandwidth not measured",
+        ))
+    return tuple(levels)
+
+
+def probe(config: ProbeConfig | None = None) -> HardwareSpec:
+    """Describe the local CPU: theoretical peaks, caches, measured GEMM and bandwidth."""
+    config = config or ProbeConfig()
+    facts = read_cpu_facts(config.root, config.clock_hz)
+    simd = simd_of(facts)
+    gemm = measure_gemm(config)
+    clock, clock_note = choose_clock(facts, simd, gemm)
+    units = theoretical_peaks(facts, simd, clock)
+    bandwidth = measure_bandwidth(config, facts)
+    best = max(bandwidth, key=lambda k: bandwidth[k].bandwidth)
+    notes = (
+        f"Theoretical peaks (units) use {facts.physical_cores} physical cores of {facts.logical_cpus} "
+        f"logical CPUs in this process's affinity mask, {simd.isa} with an effective "
+        f"{simd.width_bits}-bit datapath and {simd.pipes} FMA pipes per core ({simd.note}), at "
+        f"{clock / 1e9:.3f} GHz ({clock_note}).",
+        "Measured figures are under 'measured'; the DRAM bandwidth is the best measured pattern, not a "
+        "theoretical figure. Transcendentals run as instruction sequences on the SIMD units: no special "
+        "unit.",
+    )
+    clock_sources = (0,) if clock == facts.clock_hz else (0, 1)
+    return HardwareSpec(
+        name=config.name, full_name=f"{facts.model_name} ({facts.physical_cores} cores)", vendor=facts.vendor,
+        units=MappingProxyType({k: MappingProxyType(v) for k, v in units.items()}),
+        memory=_memory_levels(facts, bandwidth[best].bandwidth, best),
+        sources=(
+            Source("Local system facts: /proc/cpuinfo, /proc/meminfo, /sys/devices/system/cpu (topology, "
+                   "cpufreq, cache)", note=f"{facts.machine}, {facts.logical_cpus} logical CPUs"),
+            Source("solar-io hw probe measurements (numpy GEMM; read/copy/triad bandwidth)",
+                   note=f"numpy {np.__version__}, Python {platform.python_version()}"),
+        ),
+        kind="cpu", architecture=f"{facts.machine}, {simd.isa}",
+        clock=Clock(clock, clock_sources, clock_note),
+        notes=notes, measured_gemm=MappingProxyType(gemm), measured_bandwidth=MappingProxyType(bandwidth),
+    )
+
+
+def probe_to_file(path: str | os.PathLike[str], config: ProbeConfig | None = None) -> HardwareSpec:
+    """Run :func:`probe` and write the spec to ``path`` atomically; returns the spec."""
+    spec = probe(config)
+    write_spec(spec, path)
+    return spec
