@@ -7,6 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .affine import Access, AffineExpr, Indirect, parse_access, parse_expr
 from .errors import GraphError, Issue, SolarIOError
+from .executor import ExecutionError, execute
 from .files import check_text, dump, dumps, load, loads
 from .graph import FORMAT_NAME, FORMAT_VERSION, Graph, Node, Producer, Tensor, Validation
 from .metrics import GraphMetrics, NodeMetrics, graph_metrics, node_metrics
@@ -18,8 +19,8 @@ except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+source"
 
 __all__ = [
-    "Access", "AffineExpr", "FORMAT_NAME", "FORMAT_VERSION", "Graph", "GraphError", "GraphMetrics",
+    "Access", "AffineExpr", "ExecutionError", "FORMAT_NAME", "FORMAT_VERSION", "Graph", "GraphError", "GraphMetrics",
     "Indirect", "Issue", "Node", "NodeMetrics", "Producer", "SolarIOError", "Tensor", "Validation",
-    "__version__", "check_text", "dump", "dumps", "graph_metrics", "load", "loads", "node_metrics",
+    "__version__", "check_text", "dump", "dumps", "execute", "graph_metrics", "load", "loads", "node_metrics",
     "parse_access", "parse_expr", "validate",
 ]

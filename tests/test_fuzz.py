@@ -57,7 +57,8 @@ def test_text_mutations(data, g):
 
 
 _VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 10), st.floats(allow_nan=False),
-                    st.text(max_size=6), st.builds(list), st.builds(dict), st.builds(lambda: ["M", "Q"]), st.just("A[M, K + 9]"))
+                    st.text(max_size=6), st.builds(list), st.builds(dict), st.builds(lambda: ["M", "Q"]),
+                    st.just("A[M, K + 9]"))
 
 
 def _paths(obj, prefix=()):
