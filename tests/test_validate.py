@@ -1,0 +1,145 @@
+"""Semantic rules of validate(), one valid and one invalid case each."""
+
+from __future__ import annotations
+
+import pytest
+
+from solar_io import GraphError, loads
+
+HEAD = """\
+format: solar-io.einsum-graph
+version: '1.0'
+producer: {tool: solar-io, tool_version: 0.1.0, frontend: hand-written}
+ranks: {A: 2, B: 3, C: 5, F: 6, V: 10}
+validation: {status: skipped, method: none}
+"""
+
+
+def problems(text: str) -> str:
+    """Every error message of an invalid graph, one per line."""
+    with pytest.raises(GraphError) as e:
+        loads(text)
+    return "\n".join(i.message for i in e.value.issues)
+
+
+def graph(tensors: str, nodes: str) -> str:
+    return HEAD + "tensors:\n" + tensors + "nodes:\n" + nodes
+
+
+T_AB = "- {name: x, ranks: [A, B], dtype: fp32, role: input}\n"
+
+
+def test_reshape_counts_elements():
+    ok = graph(T_AB + "- {name: y, ranks: [F], dtype: fp32, role: output}\n",
+               "- {name: r, kind: data_movement, op: view, movement: reshape, inputs: [x], output: y}\n")
+    assert loads(ok).nodes[0].movement == "reshape"
+    with pytest.raises(GraphError, match="reshape from 6 to 5 elements"):
+        loads(ok.replace("ranks: [F]", "ranks: [C]"))
+    with pytest.raises(GraphError, match="takes whole tensors"):
+        loads(ok.replace("output: y}", "output: 'y[F]'}"))
+
+
+def test_concat_shapes():
+    ok = graph("- {name: x, ranks: [A, B], dtype: fp32, role: input}\n"
+               "- {name: z, ranks: [A, B], dtype: fp32, role: input}\n"
+               "- {name: y, ranks: [A, F], dtype: fp32, role: output}\n",
+               "- {name: c, kind: data_movement, op: cat, movement: concat, inputs: [x, z], output: y, axis: F}\n")
+    assert loads(ok).nodes[0].axis == "F"
+    with pytest.raises(GraphError, match="inputs sum to 6 along C, output has 5"):
+        loads(ok.replace("ranks: [A, F]", "ranks: [A, C]").replace("axis: F", "axis: C"))
+    with pytest.raises(GraphError, match="concat axis 'B' is not a rank of its output"):
+        loads(ok.replace("axis: F", "axis: B"))
+
+
+def test_movement_keeps_dtype_and_copies_reduce_nothing():
+    ok = graph(T_AB + "- {name: y, ranks: [B, A], dtype: fp32, role: output}\n",
+               "- {name: t, kind: data_movement, op: permute, movement: copy, space: [B, A], inputs: ['x[A, B]'],"
+               " output: 'y[B, A]', view: true}\n")
+    assert loads(ok).nodes[0].view
+    with pytest.raises(GraphError, match="cannot change dtype"):
+        loads(ok.replace("dtype: fp32, role: output", "dtype: bf16, role: output"))
+    with pytest.raises(GraphError, match="a copy reduces nothing"):
+        loads(ok.replace("space: [B, A]", "space: [B, A, C]"))
+
+
+def test_argmax_needs_integer_output_and_one_reduced_rank():
+    ok = graph(T_AB + "- {name: i, ranks: [A], dtype: int64, role: output}\n",
+               "- {name: am, kind: einsum, op: argmax, space: [A, B], inputs: ['x[A, B]'], output: 'i[A]',"
+               " map: identity, reduce: argmax}\n")
+    assert loads(ok).nodes[0].reduce == "argmax"
+    with pytest.raises(GraphError, match="output dtype must be an integer"):
+        loads(ok.replace("dtype: int64", "dtype: fp32"))
+
+
+def test_reduce_none_must_not_drop_ranks():
+    bad = graph(T_AB + "- {name: s, ranks: [A], dtype: fp32, role: output}\n",
+                "- {name: s1, kind: einsum, op: sum, space: [A, B], inputs: ['x[A, B]'], output: 's[A]',"
+                " map: identity, reduce: none}\n")
+    with pytest.raises(GraphError, match="reduce none, but ranks B"):
+        loads(bad)
+
+
+def test_output_must_be_written_whole():
+    bad = graph(T_AB + "- {name: y, ranks: [A, F], dtype: fp32, role: output}\n",
+                "- {name: e, kind: einsum, op: exp, space: [A, B], inputs: ['x[A, B]'], output: 'y[A, B]',"
+                " map: exp, reduce: none}\n")
+    with pytest.raises(GraphError, match="every output element must be written once"):
+        loads(bad)
+
+
+def test_gather_index_must_be_an_integer_input():
+    ok = graph("- {name: tab, ranks: [V, C], dtype: bf16, role: weight}\n"
+               "- {name: ids, ranks: [A], dtype: int64, role: input}\n"
+               "- {name: y, ranks: [A, C], dtype: bf16, role: output}\n",
+               "- {name: emb, kind: data_movement, op: embedding, movement: copy, space: [A, C],"
+               " inputs: ['ids[A]', 'tab[@ids, C]'], output: 'y[A, C]'}\n")
+    assert loads(ok).nodes[0].name == "emb"
+    with pytest.raises(GraphError, match="must have an integer dtype"):
+        loads(ok.replace("dtype: int64", "dtype: fp32"))
+    assert "@idz must name another input" in problems(ok.replace("tab[@ids, C]", "tab[@idz, C]"))
+
+
+def test_pad_names_a_read_tensor_and_its_rank():
+    ok = graph(T_AB + "- {name: y, ranks: [A, B], dtype: fp32, role: output}\n",
+               "- {name: p, kind: einsum, op: shift, space: [A, B], inputs: ['x[A, B - 1]'], output: 'y[A, B]',"
+               " map: identity, reduce: none, pad: {x: {B: [1, 0]}}}\n")
+    assert loads(ok).nodes[0].pad_of("x") == {"B": (1, 0)}
+    with pytest.raises(GraphError, match="spans \\[-1, 1\\], outside \\[0, 2\\]"):
+        loads(ok.replace(", pad: {x: {B: [1, 0]}}", ""))
+    with pytest.raises(GraphError, match="pad names 'q'"):
+        loads(ok.replace("pad: {x:", "pad: {q:"))
+    with pytest.raises(GraphError, match="C is not a rank of x"):
+        loads(ok.replace("{B: [1, 0]}", "{B: [1, 0], C: [1, 1]}"))
+
+
+def test_dataflow_rules():
+    chain = graph(T_AB + "- {name: h, ranks: [A, B], dtype: fp32, role: intermediate}\n"
+                  "- {name: y, ranks: [A, B], dtype: fp32, role: output}\n",
+                  "- {name: n1, kind: einsum, op: exp, space: [A, B], inputs: ['x[A, B]'], output: 'h[A, B]',"
+                  " map: exp, reduce: none}\n"
+                  "- {name: n2, kind: einsum, op: neg, space: [A, B], inputs: ['h[A, B]'], output: 'y[A, B]',"
+                  " map: neg, reduce: none}\n")
+    assert len(loads(chain).nodes) == 2
+    lines = chain.splitlines(keepends=True)
+    swapped = "".join(lines[:-2] + [lines[-1], lines[-2]])
+    with pytest.raises(GraphError, match="reads h before node n1 produces it; list nodes in topological order"):
+        loads(swapped)
+    with pytest.raises(GraphError, match="intermediate tensor h is never read"):
+        loads(chain.replace("inputs: ['h[A, B]']", "inputs: ['x[A, B]']"))
+    assert "no tensor with role output" in problems(chain.replace("role: output", "role: intermediate"))
+    with pytest.raises(GraphError, match="tensor name 'x' is used twice"):
+        loads(chain.replace("tensors:\n", "tensors:\n" + T_AB))
+    with pytest.raises(GraphError, match="node name 'n1' is used twice"):
+        loads(chain.replace("name: n2", "name: n1"))
+    with pytest.raises(GraphError, match="reads its own output"):
+        loads(chain.replace("inputs: ['x[A, B]'], output: 'h[A, B]'", "inputs: ['h[A, B]'], output: 'h[A, B]'"))
+
+
+def test_opaque_needs_reason_and_whole_tensors():
+    ok = graph(T_AB + "- {name: y, ranks: [C], dtype: fp32, role: output}\n",
+               "- {name: o, kind: opaque, op: lib.f, inputs: [x], outputs: [y], reason: no lowering}\n")
+    assert loads(ok).nodes[0].reason == "no lowering"
+    with pytest.raises(GraphError, match="say why the op is opaque"):
+        loads(ok.replace("reason: no lowering", "reason: '  '"))
+    with pytest.raises(GraphError, match="field 'map' is not allowed on a opaque node"):
+        loads(ok.replace("reason: no lowering", "reason: x, map: mul"))
