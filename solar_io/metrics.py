@@ -111,7 +111,8 @@ def node_metrics(g: Graph, node: Node) -> NodeMetrics:
     macs, fm, fv, ft = 0, 0.0, 0.0, 0.0
     if node.kind == "einsum":
         op = MAP_OPS[node.map]  # type: ignore[index]
-        n_in = len(node.inputs)
+        index_inputs = {e.tensor for a in node.inputs for e in a.index or () if type(e) is Indirect}
+        n_in = sum(1 for a in node.inputs if a.tensor not in index_inputs)
         out_ranks = {e.terms[0][0] for e in node.outputs[0].index or () if isinstance(e, AffineExpr)}
         out_points = prod(sizes[r] for r in node.space if r in out_ranks)
         reduced = len(out_ranks) < len(node.space)

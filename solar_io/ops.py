@@ -9,6 +9,7 @@ stays a lower bound) and its numpy meaning, which the reference executor uses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -83,10 +84,10 @@ _MAP = [
     MapOp("erf", 1, 0, 1, _erf, doc="error function"),
     MapOp("sigmoid", 1, 2, 1, _sigmoid, doc="1 / (1 + exp(-a)): one exp, one add, one divide"),
     MapOp("silu", 1, 3, 1, lambda x: x * _sigmoid(x), doc="a * sigmoid(a)"),
-    MapOp("gelu", 1, 4, 1, lambda x: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
+    MapOp("gelu", 1, 4, 1, lambda x: 0.5 * x * (1.0 + _erf(x * (1.0 / math.sqrt(2.0)))),
           doc="exact GELU: 0.5 * a * (1 + erf(a / sqrt(2)))"),
     MapOp("gelu_tanh", 1, 6, 1,
-          lambda x: 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3))),
+          lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))),
           doc="tanh-approximated GELU"),
     MapOp("where", 3, 1, 0, lambda c, a, b: np.where(c.astype(bool), a, b), doc="c ? a : b"),
     MapOp("eq", 2, 1, 0, np.equal, "bool", "a == b"),

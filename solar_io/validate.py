@@ -81,9 +81,11 @@ class _Validator:
 
     def _einsum(self, path: tuple, n: Node) -> None:
         op = MAP_OPS[n.map]  # type: ignore[index]
-        if not arity_ok(op, len(n.inputs)):
+        n_data = sum(1 for a in n.inputs if not self._is_index_input(n, a.tensor))
+        if not arity_ok(op, n_data):
             want = "2 or more" if op.arity is None else str(op.arity)
-            self.err(path + ("inputs",), f"node {n.name}: map {n.map} takes {want} inputs, got {len(n.inputs)}")
+            self.err(path + ("inputs",), f"node {n.name}: map {n.map} takes {want} inputs "
+                     f"(besides index tensors read through @name), got {n_data}")
         self._indexed(path, n)
         reduced = self._reduced(n)
         if n.reduce == "none" and reduced:

@@ -113,7 +113,7 @@ CASES = [
     ("wrong_format", BASE.replace("format: solar-io.einsum-graph", "format: onnx"), "format must be", "format"),
     ("bad_expression", BASE.replace("  - A[M, K]\n", "  - A[M, K*K]\n"), "bad index expression",
      "nodes[0].inputs[0]"),
-    ("wrong_arity", BASE.replace("  map: mul\n", "  map: exp\n"), "map exp takes 1 inputs, got 2", "nodes[0].inputs"),
+    ("wrong_arity", BASE.replace("  map: mul\n", "  map: exp\n"), "map exp takes 1 inputs (besides index tensors read through @name), got 2", "nodes[0].inputs"),
     ("duplicate_key", BASE.replace("  map: mul\n", "  map: mul\n  map: add\n"), "duplicate key 'map'", None),
     ("role_mismatch", BASE.replace("  dtype: bf16\n  role: output\n", "  dtype: bf16\n  role: input\n"),
      "has role input but node mm produces it", "tensors[2].role"),

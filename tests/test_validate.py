@@ -143,3 +143,17 @@ def test_opaque_needs_reason_and_whole_tensors():
         loads(ok.replace("reason: no lowering", "reason: '  '"))
     with pytest.raises(GraphError, match="field 'map' is not allowed on a opaque node"):
         loads(ok.replace("reason: no lowering", "reason: x, map: mul"))
+
+
+def test_index_tensors_are_not_map_arguments():
+    text = graph("- {name: tok, ranks: [V, C], dtype: fp32, role: weight}\n"
+                 "- {name: pos, ranks: [A, C], dtype: fp32, role: weight}\n"
+                 "- {name: ids, ranks: [A], dtype: int64, role: input}\n"
+                 "- {name: y, ranks: [A, C], dtype: fp32, role: output}\n",
+                 "- {name: emb, kind: einsum, op: embedding+add, space: [A, C],"
+                 " inputs: ['tok[@ids, C]', 'ids[A]', 'pos[A, C]'], output: 'y[A, C]', map: add, reduce: none}\n")
+    from solar_io import graph_metrics
+
+    m = graph_metrics(loads(text)).nodes[0]
+    assert m.flops_vector == 2 * 5  # one add per output element, not two
+    assert m.bytes_read == {"tok": 2 * 5 * 4, "ids": 2 * 8, "pos": 2 * 5 * 4}

@@ -1,0 +1,415 @@
+"""The reference executor: runs any valid einsum graph on numpy arrays.
+
+This pins down what a graph *means*; it is how captures are validated against their
+source program. Values are computed in ``dtypes.numpy_dtype`` of each tensor (float32
+for every float type except fp64, int64 for integers, bool), so bf16 or fp8 rounding is
+not modelled.
+
+Algorithm of an einsum node (a ``copy`` is an einsum with map identity, reduce none):
+
+1. *Operands.* Each input access becomes an array indexed by the distinct space ranks it
+   uses, in space order, without touching the iteration space. An affine access is a
+   zero-copy ``as_strided`` view: the element at rank values ``r`` lives at offset
+   ``sum_d stride_d * (sum_r c_dr * r + k_d)``, so each rank gets stride
+   ``sum_d c_dr * stride_d``; plain ranks give a transpose, ``x[I, I]`` a diagonal,
+   ``2*P + R - 1`` overlapping windows (im2col as a view). Indexes that fall into the
+   declared implicit border are served by first padding the array with the node's
+   ``fill`` (only as far as the indexes actually reach). An access with ``@t`` gathers
+   by fancy indexing: ``t``'s own operand supplies the integer index array of that
+   dimension; its values are checked against the tensor's extent plus padding. Index
+   inputs (those named by ``@t``) only index: they are not arguments of the map.
+2. *Contraction* (map ``mul``, reduce ``add``, at least one reduced rank): two operands
+   go through ``np.matmul`` after folding ranks into (batch, M, K) x (batch, K, N) —
+   BLAS, including batched matmuls that ``np.einsum`` would loop over; three or more go
+   through ``np.einsum(..., optimize=True)``. If an operand view would materialise more
+   than ``CONTRACT_ELEMENTS`` elements (e.g. a large im2col), the work is split along one
+   of its ranks: pieces of an output rank are concatenated, pieces of a reduced rank
+   summed.
+3. *Everything else*: operands are broadcast against each other over the space, the map
+   function (``ops.MAP_OPS[name].fn``) is applied and the reduced ranks are combined with
+   ``np.add/multiply/maximum/minimum.reduce`` or ``argmax``/``argmin`` (index along the
+   single reduced rank, first on ties). The space is cut into blocks of at most
+   ``CHUNK_POINTS`` points, splitting output ranks first (pieces written into one result
+   buffer), then reduced ranks (partial results combined; argmax/argmin keep the earlier index on
+   ties), so the full iteration space is never materialised.
+
+Ranks of the space that no operand uses are handled exactly: an output rank broadcasts,
+a reduced one repeats the same value (``add`` multiplies by its size, and so on).
+``reshape`` is a row-major ``np.reshape``, ``concat`` is ``np.concatenate`` along the
+position of ``axis`` in the output; ``view`` changes nothing about the values.
+Opaque nodes run only with a caller-supplied implementation. Unless every tensor is
+asked for, an intermediate is dropped after its last reader, bounding peak memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import reduce as fold
+from math import ceil, prod
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .affine import Access, AffineExpr, Indirect
+from .dtypes import numpy_dtype
+from .errors import GraphError, SolarIOError
+from .graph import Graph, Node
+from .ops import MAP_OPS
+from .validate import validate
+
+#: Largest block of iteration points evaluated at once by the broadcasting path.
+CHUNK_POINTS = 1 << 22
+#: Largest operand (elements) a contraction materialises before it is split.
+CONTRACT_ELEMENTS = 1 << 24
+
+OpaqueFn = Callable[..., "tuple[np.ndarray, ...] | list[np.ndarray] | np.ndarray"]
+Operand = tuple[np.ndarray, tuple[str, ...]]  # an array and the space ranks of its axes
+_UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+class ExecutionError(SolarIOError):
+    """A graph that cannot be run as asked: missing or mis-shaped input, no opaque implementation, bad index."""
+
+
+def execute(graph: Graph, inputs: Mapping[str, np.ndarray], *, opaque: Mapping[str, OpaqueFn] | None = None,
+            outputs: str = "outputs") -> dict[str, np.ndarray]:
+    """Run ``graph`` on numpy arrays and return {tensor name: array}.
+
+    ``inputs`` holds one array per tensor with role input, weight or constant (constants
+    with a ``value`` are built from it and must not be given), shaped as the tensor's
+    ranks. ``opaque`` maps a node name or an ``op`` string to a function that takes the
+    node's input arrays and returns its output arrays (a tuple, or one array). Returns the
+    tensors with role output, or every tensor when ``outputs="all"``. Raises GraphError
+    for an invalid graph and ExecutionError for anything else that prevents running it.
+    """
+    if outputs not in ("outputs", "all"):
+        raise ValueError(f"outputs must be 'outputs' or 'all', got {outputs!r}")
+    errors = [i for i in validate(graph) if i.severity == "error"]
+    if errors:
+        raise GraphError(errors)
+    env = _sources(graph, inputs)
+    last_read = {a.tensor: i for i, n in enumerate(graph.nodes) for a in n.inputs}
+    for i, node in enumerate(graph.nodes):
+        results = _run_node(graph, node, env, opaque or {})
+        for access, arr in zip(node.outputs, results, strict=True):
+            env[access.tensor] = arr
+        if outputs != "all":
+            for a in node.inputs:
+                if last_read[a.tensor] == i and graph.tensor_map[a.tensor].role == "intermediate":
+                    env.pop(a.tensor, None)
+    names = [t.name for t in graph.tensors if outputs == "all" or t.role == "output"]
+    return {n: env[n] if env[n].flags.writeable and env[n].base is None else env[n].copy() for n in names}
+
+
+def _sources(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays of every tensor no node produces, checked and cast to their numpy dtype."""
+    produced = {a.tensor: n.name for n in graph.nodes for a in n.outputs}
+    tmap = graph.tensor_map
+    for name in inputs:
+        if name not in tmap:
+            raise ExecutionError(f"input array {name!r} names no tensor of the graph")
+        if name in produced:
+            raise ExecutionError(f"tensor {name} is produced by node {produced[name]}; do not supply it")
+        if tmap[name].value is not None:
+            raise ExecutionError(f"constant {name} has value {tmap[name].value} in the graph; do not supply it")
+    env: dict[str, np.ndarray] = {}
+    missing = []
+    for t in graph.tensors:
+        if t.name in produced:
+            continue
+        shape, dt = graph.shape(t.name), numpy_dtype(t.dtype)
+        if t.value is not None:
+            env[t.name] = np.full(shape, t.value, dtype=dt)
+        elif t.name in inputs:
+            arr = np.asarray(inputs[t.name])
+            if arr.shape != shape:
+                raise ExecutionError(f"{t.role} tensor {t.name} [{', '.join(t.ranks)}] must have shape {shape}, "
+                                     f"got {arr.shape}")
+            env[t.name] = arr.astype(dt, copy=False)
+        else:
+            missing.append(f"{t.name} ({t.role} [{', '.join(t.ranks)}])")
+    if missing:
+        raise ExecutionError(f"missing input array{'s' * (len(missing) > 1)}: {', '.join(missing)}")
+    return env
+
+
+def _run_node(graph: Graph, node: Node, env: dict[str, np.ndarray],
+              opaque: Mapping[str, OpaqueFn]) -> tuple[np.ndarray, ...]:
+    if node.kind == "opaque":
+        return _opaque(graph, node, env, opaque)
+    if node.kind == "einsum" or node.movement == "copy":
+        return (_einsum(graph, node, env, node.map or "identity", node.reduce or "none"),)
+    out = graph.tensor_map[node.outputs[0].tensor]
+    if node.movement == "reshape":
+        return (env[node.inputs[0].tensor].reshape(graph.shape(out.name)),)
+    return (np.concatenate([env[a.tensor] for a in node.inputs], axis=out.ranks.index(node.axis or "")),)
+
+
+def _opaque(graph: Graph, node: Node, env: dict[str, np.ndarray],
+            opaque: Mapping[str, OpaqueFn]) -> tuple[np.ndarray, ...]:
+    fn = opaque.get(node.name, opaque.get(node.op))
+    where = f"opaque node {node.name} (op {node.op})"
+    if fn is None:
+        raise ExecutionError(f"{where} has no implementation ({node.reason}); pass opaque={{{node.name!r}: fn}} "
+                             f"or opaque={{{node.op!r}: fn}}")
+    try:
+        res = fn(*(env[a.tensor] for a in node.inputs))
+    except Exception as e:  # a user function: report it as this node's failure
+        raise ExecutionError(f"{where}: implementation raised {type(e).__name__}: {e}") from e
+    arrays = (res,) if isinstance(res, np.ndarray) else tuple(res)
+    if len(arrays) != len(node.outputs):
+        raise ExecutionError(f"{where}: implementation returned {len(arrays)} arrays, node writes "
+                             f"{len(node.outputs)}")
+    out = []
+    for a, arr in zip(node.outputs, arrays, strict=True):
+        shape, arr = graph.shape(a.tensor), np.asarray(arr)
+        if arr.shape != shape:
+            raise ExecutionError(f"{where}: output {a.tensor} must have shape {shape}, got {arr.shape}")
+        out.append(arr.astype(numpy_dtype(graph.tensor_map[a.tensor].dtype), copy=False))
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- einsum nodes
+
+def _einsum(graph: Graph, node: Node, env: dict[str, np.ndarray], map_name: str, reduce: str) -> np.ndarray:
+    space = node.space
+    sizes = {r: graph.rank_sizes[r] for r in space}
+    index_tensors = {e.tensor for a in node.inputs for e in a.index or () if isinstance(e, Indirect)}
+    build = _OperandBuilder(graph, node, env, sizes)
+    data = [build(a) for a in node.inputs if a.tensor not in index_tensors]
+    out = node.outputs[0]
+    out_ranks = [e.terms[0][0] for e in out.index or () if isinstance(e, AffineExpr)]
+    out_space = tuple(r for r in space if r in out_ranks)
+    reduced = tuple(r for r in space if r not in out_ranks)
+    out_dt = np.dtype(numpy_dtype(graph.tensor_map[out.tensor].dtype))
+    op = MAP_OPS[map_name]
+    if op.result == "bool" or reduce in ("argmax", "argmin"):
+        dt = np.result_type(*(a.dtype for a, _ in data))
+    else:
+        dt = out_dt
+    if map_name == "mul" and reduce == "add" and reduced:
+        res, keep = _contract(data, out_space, reduced, sizes, dt)
+        # Output ranks no operand uses: the value repeats along them.
+        res = np.broadcast_to(res[tuple(slice(None) if r in keep else None for r in out_space)],
+                              [sizes[r] for r in out_space])
+    else:
+        res = _broadcast_reduce(op.fn, data, space, sizes, out_space, reduce, dt)
+    res = res.transpose([out_space.index(r) for r in out_ranks])
+    return np.asarray(res.astype(out_dt, copy=False), order="C")  # (ascontiguousarray makes 0-d 1-d)
+
+
+class _OperandBuilder:
+    """Turns input accesses of one node into operands (arrays over distinct space ranks)."""
+
+    def __init__(self, graph: Graph, node: Node, env: dict[str, np.ndarray], sizes: dict[str, int]):
+        self.graph, self.node, self.env, self.sizes = graph, node, env, sizes
+        self.first: dict[str, Access] = {}
+        for a in reversed(node.inputs):
+            self.first[a.tensor] = a
+        self.memo: dict[Access, Operand] = {}
+        self.active: set[str] = set()
+
+    def __call__(self, access: Access) -> Operand:
+        if access not in self.memo:
+            if access.tensor in self.active:
+                raise ExecutionError(f"node {self.node.name}: index tensor {access.tensor} indexes itself")
+            self.active.add(access.tensor)
+            index = access.index or ()
+            fancy = any(isinstance(e, Indirect) for e in index)
+            self.memo[access] = self._gather(access) if fancy else self._strided(access)
+            self.active.discard(access.tensor)
+        return self.memo[access]
+
+    def _padded(self, access: Access, reach: list[tuple[int, int]]) -> tuple[np.ndarray, list[int]]:
+        """The tensor padded with the fill as far as indexes reach ([lo, hi] per dim); the low pads."""
+        arr = self.env[access.tensor]
+        widths = [(max(0, -lo), max(0, hi - (n - 1))) for (lo, hi), n in zip(reach, arr.shape, strict=True)]
+        if any(w != (0, 0) for w in widths):
+            fill = 0.0 if self.node.fill is None else self.node.fill
+            if arr.dtype.kind in "iub" and not np.isfinite(fill):
+                raise ExecutionError(f"node {self.node.name}: cannot pad {arr.dtype} tensor {access.tensor} "
+                                     f"with fill {fill}")
+            arr = np.pad(arr, widths, constant_values=np.array(fill).astype(arr.dtype))
+        return arr, [lo for lo, _ in widths]
+
+    def _strided(self, access: Access) -> Operand:
+        index = [e for e in access.index or () if isinstance(e, AffineExpr)]
+        arr, low = self._padded(access, [e.bounds(self.sizes) for e in index])
+        ranks = tuple(r for r in self.node.space if any(r in e.ranks for e in index))
+        if arr.ndim == 0:
+            return arr, ()
+        base = arr[tuple(slice(e.const + lo, None) for e, lo in zip(index, low, strict=True))]
+        strides = [sum(c * base.strides[d] for d, e in enumerate(index) for rr, c in e.terms if rr == r)
+                   for r in ranks]
+        return as_strided(base, [self.sizes[r] for r in ranks], strides, writeable=False), ranks
+
+    def _gather(self, access: Access) -> Operand:
+        index = access.index or ()
+        parts: list[tuple[np.ndarray, tuple[str, ...]]] = []
+        for e in index:
+            if isinstance(e, Indirect):
+                a, r = self(self.first[e.tensor])
+                parts.append((a.astype(np.int64, copy=False), r))
+            else:
+                parts.append(self._affine_values(e))
+        ranks = tuple(r for r in self.node.space if any(r in rk for _, rk in parts))
+        idx = [v[tuple(slice(None) if r in rk else None for r in ranks)] for v, rk in parts]
+        reach = [(int(v.min()), int(v.max())) for v in idx]
+        tensor = self.graph.tensor_map[access.tensor]
+        pad = self.node.pad_of(access.tensor)
+        for d, e in enumerate(index):
+            lo, hi = pad.get(tensor.ranks[d], (0, 0))
+            extent = self.env[access.tensor].shape[d]
+            if isinstance(e, Indirect) and (reach[d][0] < -lo or reach[d][1] > extent - 1 + hi):
+                raise ExecutionError(f"node {self.node.name}: index tensor {e.tensor} holds values in "
+                                     f"[{reach[d][0]}, {reach[d][1]}], outside [{-lo}, {extent - 1 + hi}] of "
+                                     f"{access.tensor} dim {tensor.ranks[d]}")
+        arr, low = self._padded(access, reach)
+        return arr[tuple(v + lo for v, lo in zip(idx, low, strict=True))], ranks
+
+    def _affine_values(self, e: AffineExpr) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The values of ``e`` as an int64 array over its ranks (space order)."""
+        ranks = tuple(r for r in self.node.space if r in e.ranks)
+        vals = np.full([1] * len(ranks), e.const, dtype=np.int64)
+        for r, c in e.terms:
+            shape = [self.sizes[r] if rr == r else 1 for rr in ranks]
+            vals = vals + c * np.arange(self.sizes[r], dtype=np.int64).reshape(shape)
+        return vals, ranks
+
+
+# ----------------------------------------------------------------------------- contractions
+
+def _contract(ops: list[Operand], out: tuple[str, ...], reduced: tuple[str, ...], sizes: dict[str, int],
+              dtype: np.dtype) -> Operand:
+    """Sum over ``reduced`` of the product of ``ops``; the result's ranks are the used ``out`` ranks."""
+    used = {r for _, rk in ops for r in rk}
+    factor = prod(sizes[r] for r in reduced if r not in used)  # reduced ranks no operand uses
+    keep = tuple(r for r in out if r in used)
+    res = _contract_block(ops, keep, dtype)
+    return (res * res.dtype.type(factor) if factor != 1 else res), keep
+
+
+def _contract_block(ops: list[Operand], keep: tuple[str, ...], dtype: np.dtype) -> np.ndarray:
+    """The contraction of ``ops`` onto ``keep``, split while an operand is too large to materialise."""
+    big, big_ranks = max(ops, key=lambda o: o[0].size)
+    if big.size > CONTRACT_ELEMENTS:
+        lengths = dict(zip(big_ranks, big.shape, strict=True))
+        cands = [r for r in big_ranks if lengths[r] > 1]
+        if cands:
+            r = max(cands, key=lambda x: (x in keep, lengths[x]))
+            n = lengths[r]
+            step = ceil(n / min(n, ceil(big.size / CONTRACT_ELEMENTS)))
+            parts = []
+            for s in range(0, n, step):
+                sub = [(a[tuple(slice(s, s + step) if x == r else slice(None) for x in rk)], rk) if r in rk
+                       else (a, rk) for a, rk in ops]
+                parts.append(_contract_block(sub, keep, dtype))
+            return np.concatenate(parts, axis=keep.index(r)) if r in keep else fold(np.add, parts)
+    ops = [(a.astype(dtype, copy=False), rk) for a, rk in ops]
+    if len(ops) == 2:
+        return _matmul(ops[0], ops[1], keep)
+    letters = {r: chr(ord("a") + i) if i < 26 else chr(ord("A") + i - 26)
+               for i, r in enumerate(dict.fromkeys(r for _, rk in ops for r in rk))}
+    spec = ",".join("".join(letters[r] for r in rk) for _, rk in ops) + "->" + "".join(letters[r] for r in keep)
+    return np.einsum(spec, *(a for a, _ in ops), optimize=True)
+
+
+def _matmul(a_op: Operand, b_op: Operand, keep: tuple[str, ...]) -> np.ndarray:
+    """Two-operand contraction as one (batched) BLAS matmul; result axes ordered batch, M, N."""
+    (a, ra), (b, rb) = a_op, b_op
+    # Ranks reduced that only one side uses are summed on that side first.
+    a, ra = _sum_out(a, ra, [r for r in ra if r not in rb and r not in keep])
+    b, rb = _sum_out(b, rb, [r for r in rb if r not in ra and r not in keep])
+    length = dict(zip(ra, a.shape, strict=True)) | dict(zip(rb, b.shape, strict=True))
+    batch = [r for r in ra if r in rb and r in keep]
+    m = [r for r in ra if r not in rb]
+    n = [r for r in rb if r not in ra]
+    k = [r for r in ra if r in rb and r not in keep]
+    nb, nm, nn, nk = (prod(length[r] for r in g) for g in (batch, m, n, k))
+    a2 = a.transpose([ra.index(r) for r in batch + m + k]).reshape(nb, nm, nk)
+    b2 = b.transpose([rb.index(r) for r in batch + k + n]).reshape(nb, nk, nn)
+    res = np.matmul(a2, b2).reshape([length[r] for r in batch + m + n])
+    order = batch + m + n
+    return res.transpose([order.index(r) for r in keep])
+
+
+def _sum_out(a: np.ndarray, ranks: tuple[str, ...], drop: list[str]) -> Operand:
+    if not drop:
+        return a, ranks
+    return np.add.reduce(a, axis=tuple(ranks.index(r) for r in drop)), tuple(r for r in ranks if r not in drop)
+
+
+# ----------------------------------------------------------------------------- map and reduce
+
+def _broadcast_reduce(fn: Callable[..., np.ndarray], ops: list[Operand], space: tuple[str, ...],
+                      sizes: dict[str, int], out: tuple[str, ...], reduce: str, dtype: np.dtype) -> np.ndarray:
+    """Apply ``fn`` over the space and reduce the ranks not in ``out``, block by block.
+
+    Returns an array over ``out`` (space order). Blocks of output ranks are written into
+    one result buffer; blocks of reduced ranks are combined pairwise in order.
+    """
+    reduced = [r for r in space if r not in out]
+    axes = tuple(space.index(r) for r in reduced)
+    arg = reduce in ("argmax", "argmin")
+
+    def direct(rng: dict[str, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
+        shape = [rng[r][1] - rng[r][0] for r in space]
+        args = [a[tuple(slice(*rng[r]) for r in rk)][tuple(slice(None) if r in rk else None for r in space)]
+                .astype(dtype, copy=False) for a, rk in ops]
+        vals = np.broadcast_to(fn(*args), shape)
+        if reduce == "none":
+            return vals, None
+        if arg:
+            ax = axes[0]
+            idx = (np.argmax if reduce == "argmax" else np.argmin)(vals, axis=ax)
+            best = np.take_along_axis(vals, np.expand_dims(idx, ax), ax).squeeze(ax)
+            return best, idx + rng[reduced[0]][0]
+        return _UFUNCS[reduce].reduce(vals, axis=axes), None
+
+    def length(rng: dict[str, tuple[int, int]], r: str) -> int:
+        return rng[r][1] - rng[r][0]
+
+    def pieces(rng: dict[str, tuple[int, int]], ranks: list[str] | tuple[str, ...]) -> list[dict] | None:
+        """``rng`` cut along its longest rank among ``ranks`` into blocks of about CHUNK_POINTS, if too big."""
+        points = prod(length(rng, r) for r in space)
+        cands = [r for r in ranks if length(rng, r) > 1]
+        if points <= CHUNK_POINTS or not cands:
+            return None
+        r = max(cands, key=lambda x: length(rng, x))
+        lo, hi = rng[r]
+        step = ceil((hi - lo) / min(hi - lo, ceil(points / CHUNK_POINTS)))
+        return [{**rng, r: (s, min(s + step, hi))} for s in range(lo, hi, step)]
+
+    def reduced_block(rng: dict[str, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None]:
+        parts = pieces(rng, reduced)
+        if parts is None:
+            return direct(rng)
+        best, idx = reduced_block(parts[0])
+        for sub in parts[1:]:
+            v, i = reduced_block(sub)
+            if arg:  # strict comparison keeps the earlier index on ties
+                better = v > best if reduce == "argmax" else v < best
+                best, idx = np.where(better, v, best), np.where(better, i, idx)
+            else:
+                best = _UFUNCS[reduce](best, v)
+        return best, idx
+
+    full = {r: (0, sizes[r]) for r in space}
+    if pieces(full, out) is None:
+        vals, idx = reduced_block(full)
+        return vals if idx is None else idx
+    result: np.ndarray | None = None
+    todo = [full]
+    while todo:
+        rng = todo.pop()
+        parts = pieces(rng, out)
+        if parts is not None:
+            todo.extend(parts)
+            continue
+        vals, idx = reduced_block(rng)
+        block = idx if arg else vals
+        if result is None:
+            result = np.empty([sizes[r] for r in out], dtype=block.dtype)
+        result[tuple(slice(*rng[r]) for r in out)] = block
+    assert result is not None
+    return result
