@@ -12,6 +12,7 @@ from .files import check_text, dump, dumps, load, loads
 from .graph import FORMAT_NAME, FORMAT_VERSION, Graph, Node, Producer, Tensor, Validation
 from .metrics import GraphMetrics, NodeMetrics, graph_metrics, node_metrics
 from .validate import validate
+from .backends.roofline import Report, bound
 
 try:
     __version__ = version("solar-io")
@@ -20,7 +21,7 @@ except PackageNotFoundError:  # running from a source tree without an install
 
 __all__ = [
     "Access", "AffineExpr", "ExecutionError", "FORMAT_NAME", "FORMAT_VERSION", "Graph", "GraphError", "GraphMetrics",
-    "Indirect", "Issue", "Node", "NodeMetrics", "Producer", "SolarIOError", "Tensor", "Validation",
-    "__version__", "check_text", "dump", "dumps", "execute", "graph_metrics", "load", "loads", "node_metrics",
+    "Indirect", "Issue", "Node", "NodeMetrics", "Producer", "Report", "SolarIOError", "Tensor", "Validation",
+    "__version__", "bound", "check_text", "dump", "dumps", "execute", "graph_metrics", "load", "loads", "node_metrics",
     "parse_access", "parse_expr", "validate",
 ]

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
-_NAME = re.compile(NAME_RE + r"\Z")
-_TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]*\Z")
+_NAME = re.compile(NAME_RE + r"\Z", re.ASCII)
+_TENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]*\Z", re.ASCII)
 _TERM = re.compile(r"\s*([+-])?\s*(?:(\d+)\s*\*\s*(" + NAME_RE + r")|(" + NAME_RE + r")\s*\*\s*(\d+)|(\d+)|("
-                   + NAME_RE + r"))\s*")
+                   + NAME_RE + r"))\s*", re.ASCII)
 
 
 def is_rank_name(s: str) -> bool:

@@ -17,6 +17,7 @@ from .codec import decode
 from .errors import GraphError, Issue, SolarIOError
 from .files import check_text, dumps, load
 from .graph import FORMAT_VERSION
+from .backends.roofline.cli import bound_command
 from .hardware.cli import app as hardware_app
 from .metrics import graph_metrics
 from .versioning import migrate as migrate_doc
@@ -26,6 +27,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Speed-of-light analysis of deep-learning workloads from einsum-graph files.")
 
 
+app.command("bound")(bound_command)
 app.add_typer(hardware_app, name="hw", help="Hardware specs: list, show, and probe the local CPU.")
 
 

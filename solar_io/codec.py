@@ -304,13 +304,17 @@ def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:
         dec.err(path, f"pad must map tensor names to {{rank: [low, high]}}, got {_kind(v)}")
         return ()
     out = []
-    for t in sorted(v, key=str):
+    if not all(dec.name(t, path + (str(t),)) for t in v):
+        return ()
+    for t in sorted(v):
         dims = v[t]
         if not isinstance(dims, dict):
             dec.err(path + (str(t),), f"pad of {t} must map its ranks to [low, high], got {_kind(dims)}")
             continue
         entries = []
-        for r in sorted(dims, key=str):
+        if not all(dec.name(r, path + (t, str(r)), rank=True) for r in dims):
+            continue
+        for r in sorted(dims):
             lohi = dims[r]
             if (not isinstance(lohi, list) or len(lohi) != 2
                     or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in lohi)):
@@ -325,10 +329,12 @@ def _attrs(dec: _Decoder, v: Any, path: tuple) -> tuple:
     if not isinstance(v, dict):
         dec.err(path, f"attrs must be a mapping of names to scalars, got {_kind(v)}")
         return ()
+    ok = True
     for k, x in v.items():
         if not isinstance(k, str) or not _is(x, (str, int, float, bool)):
-            dec.err(path + (str(k),), "attrs values must be strings, numbers or booleans")
-    return tuple(sorted((str(k), x) for k, x in v.items()))
+            dec.err(path + (str(k),), "attrs map string names to strings, numbers or booleans")
+            ok = False
+    return tuple(sorted(v.items(), key=lambda kv: kv[0])) if ok else ()
 
 
 def _validation(dec: _Decoder, v: Any) -> Validation:
@@ -356,6 +362,8 @@ def _validation(dec: _Decoder, v: Any) -> Validation:
         if not isinstance(rr, dict) or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0
                                                for s in rr.values()):
             dec.err(path + ("reduced_ranks",), "reduced_ranks must map rank names to positive sizes")
+        elif not all(dec.name(k, path + ("reduced_ranks", str(k)), rank=True) for k in rr):
+            pass
         else:
             reduced = tuple((str(k), s) for k, s in rr.items())
     return Validation(status=status or "skipped", method=method or "none", reduced_ranks=reduced, **vals)

@@ -50,7 +50,8 @@ _TABLE = [
 
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
 
-#: Short names accepted on input and rewritten to the canonical name.
+#: Short names that ``dtype()`` accepts (for command-line options such as ``--dtype``).
+#: Files always carry the canonical names; the decoder refuses aliases so that text is byte-stable.
 ALIASES: dict[str, str] = {"fp8": "fp8_e4m3", "fp4": "fp4_e2m1", "float32": "fp32", "float16": "fp16",
                            "bfloat16": "bf16", "float64": "fp64"}
 

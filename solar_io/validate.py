@@ -106,8 +106,11 @@ class _Validator:
             if t.dtype != out.dtype and not self._is_index_input(n, a.tensor):
                 self.err(path + ("inputs", j), f"node {n.name}: data movement cannot change dtype "
                          f"({t.dtype} -> {out.dtype}); use an einsum with map identity to cast")
-        if n.view and n.movement == "concat":
-            self.err(path + ("view",), f"node {n.name}: a concat cannot be a view")
+        if n.view and (n.movement == "concat" or n.pad or n.fill is not None
+                       or any(self._is_index_input(n, a.tensor) for a in n.inputs)):
+            self.err(path + ("view",), f"node {n.name}: a concat, pad or gather copies data; it cannot be a view")
+        if n.axis is not None and n.movement != "concat":
+            self.err(path + ("axis",), f"node {n.name}: axis is only for concat")
         if n.movement == "copy":
             if not n.space and self.tensors[n.outputs[0].tensor].ranks:
                 self.err(path, f"node {n.name}: a copy needs a space")
@@ -292,6 +295,12 @@ class _Validator:
                          "output or remove it")
             elif t.role in ("input", "weight") and t.name not in readers:
                 self.warn(("tensors", i), f"{t.role} tensor {t.name} is never read")
+        for r, size in g.validation.reduced_ranks:
+            if r not in self.sizes:
+                self.err(("validation", "reduced_ranks", r), f"rank {r} is not declared in ranks")
+            elif size > self.sizes[r]:
+                self.err(("validation", "reduced_ranks", r), f"reduced size {size} of {r} exceeds its size "
+                         f"{self.sizes[r]}")
         if not any(t.role == "output" for t in g.tensors):
             self.err(("tensors",), "the graph has no tensor with role output")
 

@@ -200,7 +200,13 @@ _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-/]*):(?: (.*))?\Z")
 
 def _unescape(m: re.Match) -> str:
     e = m.group(1)
-    return {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}.get(e) or chr(int(e[1:], 16))
+    simple = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}.get(e)
+    if simple is not None:
+        return simple
+    code = int(e[1:], 16)
+    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        raise _NotCanonical  # let libyaml judge (and refuse) it
+    return chr(code)
 
 
 #: Plain words that YAML 1.1 resolves to something other than a string.
@@ -250,7 +256,7 @@ def _fast_parse(text: str) -> object:
     contents: list[str] = []
     for s in text.split("\n")[:-1]:
         content = s.lstrip(" ")
-        if not content or content[0] == "#" or " #" in content or content.startswith("---"):
+        if not content or content[0] == "#" or (" #" in content and '"' not in content) or content.startswith("---"):
             raise _NotCanonical
         indents.append(len(s) - len(content))
         contents.append(content)

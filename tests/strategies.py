@@ -94,7 +94,7 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
         Validation(),
         Validation("passed", "numeric", reference=draw(text), seed=draw(st.integers(0, 2**31)),
                    rtol=draw(st.floats(0, 1)), atol=draw(st.floats(0, 1)),
-                   max_abs_error=draw(st.floats(0, 1e30)), reduced_ranks=(("R0", 2),)),
+                   max_abs_error=draw(st.floats(0, 1e30)), reduced_ranks=(("R0", 1),)),
     ]))
     producer = Producer(tool_version="0.1.0", frontend=draw(st.sampled_from(["hand-written", "torch"])),
                         source=draw(st.none() | text))

@@ -157,3 +157,31 @@ def test_index_tensors_are_not_map_arguments():
     m = graph_metrics(loads(text)).nodes[0]
     assert m.flops_vector == 2 * 5  # one add per output element, not two
     assert m.bytes_read == {"tok": 2 * 5 * 4, "ids": 2 * 8, "pos": 2 * 5 * 4}
+
+
+def test_views_and_axis_are_only_where_they_mean_something():
+    ok = graph(T_AB + "- {name: y, ranks: [A, B], dtype: fp32, role: output}\n",
+               "- {name: p, kind: data_movement, op: shift, movement: copy, space: [A, B], inputs: ['x[A, B - 1]'],"
+               " output: 'y[A, B]', pad: {x: {B: [1, 0]}}}\n")
+    assert loads(ok).nodes[0].pad_of("x") == {"B": (1, 0)}
+    assert "cannot be a view" in problems(ok.replace("output: 'y[A, B]'", "output: 'y[A, B]', view: true"))
+    assert "axis is only for concat" in problems(ok.replace("output: 'y[A, B]'", "output: 'y[A, B]', axis: A"))
+
+
+def test_reduced_ranks_of_the_validation_record():
+    text = graph(T_AB + "- {name: y, ranks: [A, B], dtype: fp32, role: output}\n",
+                 "- {name: e, kind: einsum, op: exp, space: [A, B], inputs: ['x[A, B]'], output: 'y[A, B]',"
+                 " map: exp, reduce: none}\n")
+    assert loads(text.replace("method: none}", "method: none, reduced_ranks: {B: 2}}")).validation.reduced_ranks
+    assert "exceeds its size" in problems(text.replace("method: none}", "method: none, reduced_ranks: {B: 9}}"))
+    assert "not declared" in problems(text.replace("method: none}", "method: none, reduced_ranks: {Z: 1}}"))
+    assert "bad rank name" in problems(text.replace("method: none}", "method: none, reduced_ranks: {'9x': 1}}"))
+
+
+def test_attrs_and_pad_keys_are_checked():
+    text = graph(T_AB + "- {name: y, ranks: [A, B], dtype: fp32, role: output}\n",
+                 "- {name: e, kind: einsum, op: exp, space: [A, B], inputs: ['x[A, B]'], output: 'y[A, B]',"
+                 " map: exp, reduce: none, attrs: {1: a}}\n")
+    assert "attrs map string names" in problems(text)
+    assert "must be a string name" in problems(text.replace("attrs: {1: a}", "pad: {1: {A: [0, 0]}}"))
+    assert "bad index expression" in problems(text.replace("x[A, B]'], output", "x[A, B + \u0663]'], output"))

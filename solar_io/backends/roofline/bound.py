@@ -1,0 +1,441 @@
+"""Unfused and fused speed-of-light bounds of a graph on a chip (``solar_io.bound``).
+
+All times are lower bounds in seconds: a real run of the workload on the chip cannot be faster.
+
+Per node v, each kind of work runs on one unit at one peak (:mod:`.model`); the *load* of v on a
+resource (``matrix/bf16``, ``vector/fp32``, ``special/fp32``, ``dram``) is its work there (FLOPs,
+special-function results or bytes) and takes ``work / rate`` seconds. Loads on the same unit add
+up (an fp32 matmul routed to the vector unit shares it with the node's vector work); units and
+DRAM run concurrently, so
+
+- ``compute(v) = max over units u of time_u(v)``; ``memory(v) = bytes(v) / DRAM bandwidth``;
+- **unfused**: every node is its own kernel: ``T = sum_v max(compute(v), memory(v))``;
+- **fused**: the graph is one kernel with unlimited on-chip memory; only graph inputs, weights,
+  stored constants and outputs cross DRAM (``boundary_bytes``):
+  ``T = max(max_u sum_v time_u(v), boundary_bytes / bandwidth)``. Work on different units overlaps
+  across nodes as well inside one kernel (a fused attention kernel runs its softmax on the vector
+  and special units while the tensor cores run the next matmul), so the compute term is the busiest
+  unit's total, which is at most ``sum_v compute(v)``; ``fused <= unfused`` always holds.
+- **cache-aware** (finite on-chip memory) is a later fidelity: its slot is reported "not computed".
+
+Sparse tensors (``density`` d < 1). Bytes already scale with d (``solar_io.metrics``). For compute
+there are two models of a node with a sparse operand: a dense kernel executes every multiply at
+the dense peak (``2·MACs / P``); a sparse kernel skips the zeros and executes only the effectual
+``d·MACs``. Hardware structured sparsity (2:4, d = 0.5) runs at twice the dense peak, i.e. it
+executes the ``d·MACs`` effectual multiplies at the dense rate: ``2·MACs/(2P) = 2·d·MACs/P``; at
+d < 0.5 a 2:4 engine cannot exploit more than half, so it is slower than ``2·d·MACs/P``. Since
+d <= 1, the lower bound over both models (and over any sparse engine whose speed-up does not exceed
+1/d) is the effectual one: **the node's work is scaled by d at the dense peaks**. Specs list dense
+peaks only; a chip with a speed-up beyond 1/d would need a sparse peak, which no spec gives. With
+several sparse tensors the factor is the product of the densities of every tensor the node reads
+or writes (each once): the effectual fraction when the non-zeros are placed independently, which
+is below every single density. The factor applies to matrix, vector and transcendental work alike
+and is reported per node (``effectual_fraction``).
+
+Opaque nodes have unknown compute: the bound uses their bytes only and the report lists them
+(``opaque``); work the chip has no peak for at all is likewise listed (``unpriced``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from solar_io.dtypes import ALIASES, DTYPES
+from solar_io.files import load
+from solar_io.graph import Graph
+from solar_io.hardware import HardwareSpec, load_spec
+from solar_io.metrics import GraphMetrics, graph_metrics
+
+from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, Route, parse_compute_dtype
+from .units import parse_rate, parse_time
+
+UNITS = ("matrix", "vector", "special")
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Work of one node on one resource: ``work`` FLOPs (results, bytes) at ``rate`` per second."""
+
+    resource: str  # "matrix/bf16", "vector/fp32", "special/fp32" or "dram"
+    unit: str  # "matrix", "vector", "special" or "dram"
+    work: float
+    rate: float
+
+    @property
+    def time(self) -> float:
+        """Seconds: ``work / rate``."""
+        return self.work / self.rate
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBound:
+    """The unfused bound of one node and the counts it comes from.
+
+    FLOP and MAC counts are the dense counts of ``solar_io.metrics``; the loads carry the
+    effectual work (dense counts x ``effectual_fraction``). ``unpriced`` names the kinds of work
+    the chip has no peak for (counted as zero time).
+    """
+
+    name: str
+    kind: str
+    op: str
+    compute_dtype: str | None
+    macs: int
+    flops_matrix: float
+    flops_vector: float
+    transcendental: float
+    bytes: float
+    bytes_exact: bool
+    effectual_fraction: float
+    compute_known: bool
+    unpriced: tuple[str, ...]
+    loads: tuple[Load, ...]
+    matrix_time: float
+    vector_time: float
+    special_time: float
+    memory_time: float
+    time: float
+    bottleneck: str  # "matrix", "vector", "special", "memory" or "none"
+
+    @property
+    def compute_time(self) -> float:
+        """Seconds: the busiest unit's time (0 when compute is unknown)."""
+        return max(self.matrix_time, self.vector_time, self.special_time)
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, (matrix + vector FLOPs) / bytes; None when no bytes move."""
+        return (self.flops_matrix + self.flops_vector) / self.bytes if self.bytes > 0 else None
+
+    def unit_time(self, unit: str) -> float:
+        """Seconds on ``unit`` ('matrix', 'vector', 'special', 'dram')."""
+        return {"matrix": self.matrix_time, "vector": self.vector_time, "special": self.special_time,
+                "dram": self.memory_time}[unit]
+
+
+@dataclass(frozen=True, slots=True)
+class Fidelity:
+    """One fidelity's bound. ``computed`` False leaves every number None (a later fidelity).
+
+    ``unit_times`` are seconds per unit (sums over nodes); ``time_by_bottleneck`` (unfused only)
+    splits the total by each node's bottleneck.
+    """
+
+    name: str
+    computed: bool
+    time: float | None = None
+    compute_time: float | None = None
+    memory_time: float | None = None
+    bytes: float | None = None
+    unit_times: tuple[tuple[str, float], ...] = ()
+    time_by_bottleneck: tuple[tuple[str, float], ...] = ()
+    bottleneck: str | None = None
+    headroom: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One resource of the chip the graph uses: its rate and the work it gets per fidelity."""
+
+    key: str
+    unit: str
+    dtype: str | None
+    rate: float
+    work_unfused: float
+    work_fused: float
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How the bound was asked for."""
+
+    allow_tf32: bool = False
+    dtype: str | None = None
+    compute_dtype: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Graph totals (dense counts as in ``solar_io.metrics``; bytes unfused and at the boundary)."""
+
+    nodes: int
+    macs: int
+    flops_matrix: float
+    flops_vector: float
+    transcendental: float
+    bytes: float
+    boundary_bytes: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """The speed-of-light report of one graph on one chip (see the module docstring)."""
+
+    graph: str | None
+    hardware: str
+    hardware_full_name: str
+    dram_bandwidth: float
+    options: Options
+    nodes: tuple[NodeBound, ...]
+    totals: Totals
+    unfused: Fidelity
+    fused: Fidelity
+    cache_aware: Fidelity
+    resources: tuple[Resource, ...]
+    opaque: tuple[str, ...]
+    unpriced: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+    measured: float | None = None
+    inverse: object | None = None  # an inverse.Inverse when a target was given
+
+    @property
+    def fidelities(self) -> tuple[Fidelity, Fidelity, Fidelity]:
+        """unfused, fused, cache-aware."""
+        return self.unfused, self.fused, self.cache_aware
+
+    @property
+    def fusion_gain(self) -> float | None:
+        """unfused / fused time (None when the fused time is 0)."""
+        f, u = self.fused.time, self.unfused.time
+        return u / f if f and u is not None else None
+
+    def top(self, n: int | None = None) -> list[NodeBound]:
+        """The ``n`` nodes with the largest unfused time (all when n is None), in that order."""
+        order = sorted(range(len(self.nodes)), key=lambda i: (-self.nodes[i].time, i))
+        return [self.nodes[i] for i in (order if n is None else order[:n])]
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def resolve_graph(graph: Graph | str | os.PathLike[str]) -> Graph:
+    """A Graph, or the validated graph in the file at a path."""
+    return graph if isinstance(graph, Graph) else load(graph)
+
+
+def resolve_hardware(hw: HardwareSpec | str | os.PathLike[str]) -> HardwareSpec:
+    """A HardwareSpec, or the spec with this name, alias or path."""
+    spec = hw if isinstance(hw, HardwareSpec) else load_spec(hw)
+    if not spec.dram_bandwidth:
+        raise BoundError(f"hardware {spec.name}: the spec gives no DRAM bandwidth; a bound needs one")
+    return spec
+
+
+def cast_graph(g: Graph, dtype: str) -> Graph:
+    """``g`` with every floating-point tensor stored as ``dtype`` (integer and bool tensors,
+    indices and masks, keep theirs): a what-if of the same workload in another precision."""
+    name = ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
+    if name not in DTYPES:
+        raise BoundError(f"--dtype: unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+    tensors = tuple(replace(t, dtype=name) if DTYPES[t.dtype].family == "float" else t for t in g.tensors)
+    return replace(g, tensors=tensors)
+
+
+def _seconds(value: float | str | None, what: str) -> float | None:
+    if value is None or isinstance(value, str):
+        return parse_time(value, what) if value is not None else None
+    if not (value > 0 and math.isfinite(value)):
+        raise BoundError(f"{what}: must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def target_seconds(target_latency: float | str | None, target_rate: float | str | None) -> tuple[
+        float | None, float | None]:
+    """(target latency s, target rate Hz) from the options; at most one may be given."""
+    if target_latency is not None and target_rate is not None:
+        raise BoundError("give --target-latency or --target-rate, not both")
+    if target_rate is not None:
+        hz = parse_rate(target_rate, "--target-rate") if isinstance(target_rate, str) else float(target_rate)
+        if not (hz > 0 and math.isfinite(hz)):
+            raise BoundError(f"--target-rate: must be a positive rate in Hz, got {target_rate!r}")
+        return 1.0 / hz, hz
+    return _seconds(target_latency, "--target-latency"), None
+
+
+# ---------------------------------------------------------------------------- the bound
+
+
+def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.PathLike[str], *,
+          measured: float | str | None = None, target_latency: float | str | None = None,
+          target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
+          compute_dtype: str | dict[str, str] | None = None) -> Report:
+    """The SOL report of ``graph`` (a Graph or a path) on ``hw`` (a HardwareSpec, name, alias or path).
+
+    ``measured``: a measured run time (seconds, or text such as ``'3.1ms'``) for the headroom.
+    ``target_latency`` (seconds or ``'2ms'``) or ``target_rate`` (Hz or ``'500Hz'``): the inverse
+    roofline. ``allow_tf32``: fp32 matrix work may use tf32 peaks. ``dtype``: cast every float tensor
+    first. ``compute_dtype``: override the dtype class of the peaks (``'bf16'`` or ``'fp8=fp16'``).
+    """
+    return bound_many(graph, [hw], measured=measured, target_latency=target_latency, target_rate=target_rate,
+                      allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype)[0]
+
+
+def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec | str | os.PathLike[str]], *,
+               measured: float | str | None = None, target_latency: float | str | None = None,
+               target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
+               compute_dtype: str | dict[str, str] | None = None) -> list[Report]:
+    """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`."""
+    from .inverse import inverse_roofline
+
+    measured_s = _seconds(measured, "--measured")
+    latency, rate = target_seconds(target_latency, target_rate)
+    override = parse_compute_dtype(compute_dtype)
+    specs = [resolve_hardware(h) for h in hws]
+    g = resolve_graph(graph)
+    if dtype is not None:
+        g = cast_graph(g, dtype)
+    gm = graph_metrics(g)
+    options = Options(allow_tf32, None if dtype is None else cast_graph_name(dtype),
+                      tuple(sorted(override.items())))
+    reports = []
+    for spec in specs:
+        r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s)
+        if latency is not None:
+            r = replace(r, inverse=inverse_roofline(r, latency, rate))
+        reports.append(r)
+    return reports
+
+
+def cast_graph_name(dtype: str) -> str:
+    """The canonical name of a ``--dtype`` value."""
+    return ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
+
+
+def _node_dtypes(g: Graph, node) -> tuple[str, ...]:  # noqa: ANN001
+    tmap = g.tensor_map
+    accesses = node.inputs or node.outputs
+    return tuple(sorted({tmap[a.tensor].dtype for a in accesses}))
+
+
+def _effectual_fraction(g: Graph, node) -> float:  # noqa: ANN001
+    tmap = g.tensor_map
+    frac = 1.0
+    for name in {a.tensor for a in node.inputs} | {a.tensor for a in node.outputs}:
+        d = tmap[name].density
+        if d is not None and d < 1.0:
+            frac *= d
+    return frac
+
+
+def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel, options: Options,
+               measured: float | None) -> Report:
+    bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
+    nodes: list[NodeBound] = []
+    notes: dict[str, None] = {}
+    unpriced: list[tuple[str, str]] = []
+    for node, m in zip(g.nodes, gm.nodes, strict=True):
+        mem = m.bytes / bw
+        dram = (Load("dram", "dram", m.bytes, bw),) if m.bytes > 0 else ()
+        work = (m.flops_matrix, m.flops_vector, m.transcendental)
+        if not m.compute_known or not any(work):
+            t, bn = mem, ("memory" if mem > 0 else "none")
+            nodes.append(NodeBound(node.name, node.kind, node.op, None, m.macs, *work, m.bytes, m.bytes_exact,
+                                   1.0, m.compute_known, (), dram, 0.0, 0.0, 0.0, mem, t, bn))
+            continue
+        plan = model.plan(_node_dtypes(g, node))
+        frac = _effectual_fraction(g, node)
+        loads: dict[str, Load] = {}
+        missing: list[str] = []
+        for kind, w in zip((MATRIX, VECTOR, SPECIAL), work, strict=True):
+            if w <= 0:
+                continue
+            route = plan.routes[kind]
+            if isinstance(route, str):
+                raise BoundError(f"node {node.name!r} ({WORK_KINDS[kind]} work in {plan.compute_dtype}): {route}")
+            if route is None:
+                missing.append(WORK_KINDS[kind])
+                continue
+            prev = loads.get(route.key)
+            loads[route.key] = Load(route.key, route.unit, w * frac + (prev.work if prev else 0.0), route.peak)
+        for kind, text in plan.notes:
+            if kind < 0 or work[kind] > 0:
+                notes.setdefault(text)
+        unit_t = {"matrix": 0.0, "vector": 0.0, "special": 0.0}
+        for ld in loads.values():
+            unit_t[ld.unit] += ld.time
+        times = (unit_t["matrix"], unit_t["vector"], unit_t["special"], mem)
+        t = max(times)
+        bn = "none" if t <= 0 else ("matrix", "vector", "special", "memory")[times.index(t)]
+        if missing:
+            unpriced.extend((node.name, k) for k in missing)
+        nodes.append(NodeBound(node.name, node.kind, node.op, plan.compute_dtype, m.macs, *work, m.bytes,
+                               m.bytes_exact, frac, True, tuple(missing), tuple(loads.values()) + dram,
+                               *times, t, bn))
+    return _assemble(g, gm, spec, options, tuple(nodes), tuple(notes), tuple(unpriced), measured)
+
+
+def boundary_bytes(g: Graph, gm: GraphMetrics) -> float:
+    """DRAM bytes of the fused fidelity: each graph input, weight and stored constant once (its
+    largest single read), and each output as its writing node writes it.
+
+    Same as ``GraphMetrics.boundary_bytes`` except for outputs written by a view (an alias that
+    moves no bytes), which that field counts in full, so that a graph whose output is a view of its
+    input would get a fused time above its unfused one (reported to the core; see the report).
+    """
+    tmap = g.tensor_map
+    source: dict[str, float] = {}
+    written = 0.0
+    for m in gm.nodes:
+        for t, b in m.bytes_read.items():
+            if tmap[t].role in ("input", "weight", "constant"):
+                source[t] = max(source.get(t, 0.0), b)
+        written += math.fsum(b for t, b in m.bytes_written.items() if tmap[t].role == "output")
+    return math.fsum(source.values()) + written
+
+
+def _sum(xs: Iterable[float]) -> float:
+    return math.fsum(xs)
+
+
+def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, nodes: tuple[NodeBound, ...],
+              notes: tuple[str, ...], unpriced: tuple[tuple[str, str], ...], measured: float | None) -> Report:
+    bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
+    headroom = (lambda t: measured / t if measured is not None and t > 0 else None)
+    # Unfused.
+    u_units = tuple((u, _sum(getattr(n, f"{u}_time") for n in nodes)) for u in UNITS)
+    u_time = unfused_time(nodes)
+    by_bn: dict[str, list[float]] = {}
+    for n in nodes:
+        by_bn.setdefault(n.bottleneck, []).append(n.time)
+    split = tuple(sorted(((k, _sum(v)) for k, v in by_bn.items() if k != "none"), key=lambda kv: -kv[1]))
+    unfused = Fidelity("unfused", True, u_time, _sum(n.compute_time for n in nodes),
+                       _sum(n.memory_time for n in nodes), gm.bytes, u_units, split,
+                       split[0][0] if split else None, headroom(u_time),
+                       "each node is a kernel: sum over nodes of max(compute, bytes / DRAM bandwidth)")
+    # Fused.
+    f_compute = max(t for _, t in u_units)
+    boundary = boundary_bytes(g, gm)
+    f_memory = boundary / bw
+    f_time = max(f_compute, f_memory)
+    f_terms = (*u_units, ("memory", f_memory))
+    f_bn = max(f_terms, key=lambda kv: kv[1])[0] if f_time > 0 else None
+    fused = Fidelity("fused", True, f_time, f_compute, f_memory, boundary, u_units, (), f_bn,
+                     headroom(f_time), "one kernel, unlimited on-chip memory: max(busiest unit's total, "
+                     "boundary bytes / DRAM bandwidth)")
+    cache = Fidelity("cache-aware", False, note="not computed: finite on-chip memory comes in a later version")
+    # Resources.
+    work: dict[str, list] = {}
+    for n in nodes:
+        for ld in n.loads:
+            if ld.unit != "dram":
+                entry = work.setdefault(ld.resource, [ld.unit, ld.rate, []])
+                entry[2].append(ld.work)
+    resources = [Resource(k, u, k.split("/", 1)[1], rate, _sum(ws), _sum(ws))
+                 for k, (u, rate, ws) in sorted(work.items(), key=lambda kv: (UNITS.index(kv[1][0]), kv[0]))]
+    resources.append(Resource("dram", "dram", None, bw, gm.bytes, boundary))
+    totals = Totals(len(nodes), gm.macs, gm.flops_matrix, gm.flops_vector, gm.transcendental, gm.bytes, boundary)
+    return Report(g.name, spec.name, spec.full_name, bw, options, nodes, totals, unfused, fused, cache,
+                  tuple(resources), gm.opaque, unpriced, notes, measured)
+
+
+def unfused_time(nodes: Sequence[NodeBound]) -> float:
+    """The unfused bound: the sum of the node times (correctly rounded)."""
+    return _sum(n.time for n in nodes)
+
+
+__all__ = ["Fidelity", "Load", "NodeBound", "Options", "Report", "Resource", "Route", "Totals", "bound",
+           "bound_many", "cast_graph", "resolve_graph", "resolve_hardware"]

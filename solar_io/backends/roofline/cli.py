@@ -1,0 +1,81 @@
+"""``solar-io bound GRAPH --hw NAME[,NAME...]``: the roofline bounds on the command line.
+
+Registered by ``solar_io.cli`` as ``app.command("bound")(bound_command)``. User errors raise
+:class:`solar_io.errors.SolarIOError`, which the entry point prints as one line (exit 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from solar_io.yamltext import write_atomic
+
+from .bound import bound_many, resolve_graph
+from .model import BoundError
+from .report import to_json, to_yaml
+from .table import DEFAULT_TOP, render, warnings
+
+FORMATS = ("table", "yaml", "json")
+
+
+def bound_command(
+    graph: Path = typer.Argument(..., metavar="GRAPH", help="An einsum-graph file."),
+    hw: str = typer.Option(..., "--hw", help="Chip name, alias or spec path; several separated by commas "
+                                             "(b200,h100-pcie,thor) for a side-by-side projection."),
+    measured: str | None = typer.Option(None, "--measured", help="Measured run time (3.1ms, 500us, or seconds "
+                                                                 "such as 2.5e-3): headroom = measured / SOL."),
+    target_latency: str | None = typer.Option(None, "--target-latency", help="Inverse roofline for this "
+                                                                             "latency (2ms): what a chip needs."),
+    target_rate: str | None = typer.Option(None, "--target-rate", help="Inverse roofline for this rate (500Hz)."),
+    allow_tf32: bool = typer.Option(False, "--allow-tf32", help="fp32 matrix work may use tf32 tensor-core peaks."),
+    dtype: str | None = typer.Option(None, "--dtype", help="What-if: cast every floating-point tensor to this "
+                                                           "dtype (bf16, fp8_e4m3, nvfp4, ...)."),
+    compute_dtype: str | None = typer.Option(None, "--compute-dtype", help="Peaks of this dtype for every node "
+                                                                           "(bf16), or per dtype (fp8=fp16,fp4=fp8)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table (default), yaml or json "
+                                                            "(schema/sol-report-v1.schema.json)."),
+    top: int | None = typer.Option(None, "--top", min=0, help=f"Show the N slowest nodes (table default "
+                                                              f"{DEFAULT_TOP}, yaml/json all; 0 = all)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the report here (atomically)."),
+) -> None:
+    """Speed-of-light bounds of a graph on one or more chips: unfused and fused, per node, with headroom
+    (--measured) and the inverse roofline (--target-latency / --target-rate). Times are lower bounds."""
+    if fmt not in FORMATS:
+        raise BoundError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    chips = [h.strip() for h in hw.split(",") if h.strip()]
+    if not chips:
+        raise BoundError("--hw: give a chip name, alias or spec path")
+    g = resolve_graph(graph)
+    reports = bound_many(g, chips, measured=measured, target_latency=target_latency, target_rate=target_rate,
+                         allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype)
+    seen: set[str] = set()
+    for r in reports:
+        for line in warnings(r):
+            if line not in seen:
+                seen.add(line)
+                print(f"{graph}: warning: {line}", file=sys.stderr)
+    limit = None if top == 0 else top
+    if fmt == "yaml":
+        text = to_yaml(reports, limit)
+    elif fmt == "json":
+        text = to_json(reports, limit)
+    elif output is not None:
+        text = render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1))
+    else:
+        render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1),
+               console=Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+        return
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(output, text)
+    except OSError as e:
+        raise BoundError(f"{output}: cannot write: {e.strerror or e}") from None
+
+
+__all__ = ["bound_command"]

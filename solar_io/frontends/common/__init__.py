@@ -1,0 +1,1 @@
+"""Frontend-independent parts of capture: graph builder, validation flow, folder capture."""

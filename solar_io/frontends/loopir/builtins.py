@@ -1,0 +1,262 @@
+"""Builtins called from ``model`` for what does not fit a kernel's affine loop nests.
+
+Each works on ``Value``s: with numpy while executing, by recording a node while tracing.
+Dimensions are named: a builtin's result names its dims (the ``dims`` / ``as_dim``
+arguments), and sizes of new dims come from keywords or are inferred.
+
+| builtin | result | graph node |
+| --- | --- | --- |
+| ``reshape(x, "B,S,H,E", H=16)`` | row-major reshape | data_movement reshape (view) |
+| ``transpose(x, "B,H,S,E")`` | dims permuted (materialised) | data_movement copy |
+| ``slice(x, "S", start, stop, step=1, as_dim=None)`` | a strided range of one dim | data_movement copy |
+| ``select(x, "S", index)`` | one index of a dim, dim dropped | data_movement copy |
+| ``concat([a, b], "C", as_dim=None)`` | joined along dim C | data_movement concat |
+| ``stack([a, b], "L", axis=0)`` | a new dim L | reshape views + concat |
+| ``gather(table, ids, "V")`` | rows of ``table`` picked by integer ``ids`` | data_movement copy with ``@ids`` |
+| ``apply_mask(w, mask, density=None)`` | ``w * mask``, declared sparse | einsum mul with ``density`` |
+| ``cast(x, dtype)`` | converted element type | einsum identity |
+"""
+
+from __future__ import annotations
+
+import builtins as _py
+from math import prod
+
+import numpy as np
+
+from ...affine import Access, AffineExpr, Indirect
+from ...dtypes import numpy_dtype
+from ...graph import Node
+from .ir import LoopIRError, Value, is_float, parse_dims
+from .state import call_site, mode
+
+
+def _plain(ranks) -> tuple[AffineExpr, ...]:
+    return tuple(AffineExpr(((r, 1),), 0) for r in ranks)
+
+
+def _check(x, what: str, site: str) -> Value:
+    if not isinstance(x, Value):
+        raise LoopIRError(f"{site}: {what} must be a tensor (a model input or a kernel result), got {type(x).__name__}")
+    return x
+
+
+def _node(tr, kind: str, op: str, inputs, out: Access, site: str, **kw) -> None:
+    tr.node(Node(name=out.tensor, kind=kind, op=f"loopir.{op}", inputs=tuple(inputs), outputs=(out,),
+                 location=site, **kw))
+
+
+def reshape(x: Value, dims: str, **sizes: int) -> Value:
+    """``x`` reshaped row-major to ``dims``; new dims' sizes from keywords, one may be inferred."""
+    site = call_site()
+    x = _check(x, "reshape's input", site)
+    names = parse_dims(dims)
+    known = {d: x.size_of(d) for d in x.dims if d in names and d not in sizes}
+    known.update(sizes)
+    for d in names:
+        if d not in known and mode().sizes.get(d):
+            known[d] = mode().sizes[d]
+    missing = [d for d in names if d not in known]
+    total = prod(x.shape)
+    if len(missing) > 1:
+        raise LoopIRError(f"{site}: reshape to {dims}: give the sizes of {', '.join(missing)} (all but one)")
+    if missing:
+        rest = prod(known[d] for d in names if d != missing[0])
+        if rest == 0 or total % rest:
+            raise LoopIRError(f"{site}: reshape of {list(x.shape)} to {dims}: {total} elements do not divide by {rest}")
+        known[missing[0]] = total // rest
+    shape = tuple(known[d] for d in names)
+    if prod(shape) != total:
+        raise LoopIRError(f"{site}: reshape of {list(x.shape)} ({total} elements) to {dims}={list(shape)}")
+    tr = mode().tracer
+    if tr is None:
+        return Value(names, shape, x.dtype, data=x.numpy().reshape(shape), density=x.density)
+    y = tr.result(tr.prefix("reshape") + ".y", names, shape, x.dtype, x.density)
+    _node(tr, "data_movement", "reshape", [Access(x.name)], Access(y.name), site, movement="reshape", view=True)
+    return y
+
+
+def transpose(x: Value, dims: str) -> Value:
+    """``x`` with its dims permuted to ``dims`` (a materialised copy)."""
+    site = call_site()
+    x = _check(x, "transpose's input", site)
+    names = parse_dims(dims)
+    if sorted(names) != sorted(x.dims):
+        raise LoopIRError(f"{site}: transpose of dims {','.join(x.dims)} to {dims}: the same names are needed")
+    perm = [x.dims.index(d) for d in names]
+    shape = tuple(x.shape[i] for i in perm)
+    tr = mode().tracer
+    if tr is None:
+        return Value(names, shape, x.dtype, data=np.ascontiguousarray(np.transpose(x.numpy(), perm)))
+    y = tr.result(tr.prefix("transpose") + ".y", names, shape, x.dtype, x.density)
+    _node(tr, "data_movement", "transpose", [Access(x.name, _plain(x.ranks))], Access(y.name, _plain(y.ranks)),
+          site, movement="copy", space=y.ranks)
+    return y
+
+
+def slice(x: Value, dim: str, start: int, stop: int, step: int = 1, as_dim: str | None = None) -> Value:  # noqa: A001
+    """Elements ``start, start + step, ... < stop`` of dim ``dim`` (a new dim ``as_dim``)."""
+    site = call_site()
+    x = _check(x, "slice's input", site)
+    a = x.axis(dim)
+    n = x.shape[a]
+    if step <= 0 or not (0 <= start < stop <= n):
+        raise LoopIRError(f"{site}: slice {start}:{stop}:{step} of dim {dim} (size {n}) must satisfy "
+                          "0 <= start < stop <= size, step > 0")
+    size = len(range(start, stop, step))
+    new = as_dim or f"{dim}_{size}"
+    names = x.dims[:a] + (new,) + x.dims[a + 1:]
+    parse_dims(names)
+    shape = x.shape[:a] + (size,) + x.shape[a + 1:]
+    tr = mode().tracer
+    if tr is None:
+        idx = tuple(_py.slice(start, stop, step) if i == a else _py.slice(None) for i in range(x.ndim))
+        return Value(names, shape, x.dtype, data=np.ascontiguousarray(x.numpy()[idx]))
+    y = tr.result(tr.prefix("slice") + ".y", names, shape, x.dtype, x.density)
+    index = tuple(AffineExpr(((y.ranks[a], step),), start) if i == a else AffineExpr(((r, 1),), 0)
+                  for i, r in enumerate(x.ranks))
+    _node(tr, "data_movement", "slice", [Access(x.name, index)], Access(y.name, _plain(y.ranks)), site,
+          movement="copy", space=y.ranks, attrs=(("start", start), ("step", step), ("stop", stop)))
+    return y
+
+
+def select(x: Value, dim: str, index: int) -> Value:
+    """Element ``index`` of dim ``dim``; the dim is dropped."""
+    site = call_site()
+    x = _check(x, "select's input", site)
+    a = x.axis(dim)
+    if not 0 <= index < x.shape[a]:
+        raise LoopIRError(f"{site}: select index {index} outside dim {dim} of size {x.shape[a]}")
+    names, shape = x.dims[:a] + x.dims[a + 1:], x.shape[:a] + x.shape[a + 1:]
+    tr = mode().tracer
+    if tr is None:
+        return Value(names, shape, x.dtype, data=np.ascontiguousarray(np.take(x.numpy(), index, axis=a)))
+    y = tr.result(tr.prefix("select") + ".y", names, shape, x.dtype, x.density)
+    idx = tuple(AffineExpr((), index) if i == a else AffineExpr(((r, 1),), 0) for i, r in enumerate(x.ranks))
+    _node(tr, "data_movement", "select", [Access(x.name, idx)], Access(y.name, _plain(y.ranks)), site,
+          movement="copy", space=y.ranks, attrs=(("index", index),))
+    return y
+
+
+def concat(xs: list[Value], dim: str, as_dim: str | None = None) -> Value:
+    """``xs`` joined along the dim at the position of ``dim`` in the first (sizes add up)."""
+    site = call_site()
+    xs = [_check(x, "concat's inputs", site) for x in xs]
+    if len(xs) < 2:
+        raise LoopIRError(f"{site}: concat needs two or more tensors")
+    a = xs[0].axis(dim)
+    for x in xs[1:]:
+        if x.ndim != xs[0].ndim or x.dtype != xs[0].dtype or any(
+                s != t for i, (s, t) in enumerate(zip(x.shape, xs[0].shape, strict=True)) if i != a):
+            raise LoopIRError(f"{site}: concat inputs must match in dtype and in every dim but {dim}: "
+                              f"{list(xs[0].shape)} {xs[0].dtype} vs {list(x.shape)} {x.dtype}")
+    total = sum(x.shape[a] for x in xs)
+    new = as_dim or f"{dim}_{total}"
+    names = xs[0].dims[:a] + (new,) + xs[0].dims[a + 1:]
+    parse_dims(names)
+    shape = xs[0].shape[:a] + (total,) + xs[0].shape[a + 1:]
+    tr = mode().tracer
+    if tr is None:
+        return Value(names, shape, xs[0].dtype, data=np.concatenate([x.numpy() for x in xs], axis=a))
+    y = tr.result(tr.prefix("concat") + ".y", names, shape, xs[0].dtype)
+    _node(tr, "data_movement", "concat", [Access(x.name) for x in xs], Access(y.name), site, movement="concat",
+          axis=y.ranks[a])
+    return y
+
+
+def stack(xs: list[Value], dim: str, axis: int = 0) -> Value:
+    """``xs`` (same dims) stacked along a new dim ``dim`` at position ``axis``."""
+    site = call_site()
+    xs = [_check(x, "stack's inputs", site) for x in xs]
+    if not xs or any(x.shape != xs[0].shape or x.dtype != xs[0].dtype for x in xs):
+        raise LoopIRError(f"{site}: stack needs one or more tensors of one shape and dtype")
+    names = xs[0].dims[:axis] + (dim,) + xs[0].dims[axis:]
+    parse_dims(names)
+    shape = xs[0].shape[:axis] + (len(xs),) + xs[0].shape[axis:]
+    tr = mode().tracer
+    if tr is None:
+        return Value(names, shape, xs[0].dtype, data=np.stack([x.numpy() for x in xs], axis=axis))
+    unit = f"{dim}_1"
+    parts = []
+    for x in xs:
+        ones = xs[0].dims[:axis] + (unit,) + xs[0].dims[axis:]
+        p = tr.result(tr.prefix("stack_part") + ".y", ones, x.shape[:axis] + (1,) + x.shape[axis:], x.dtype)
+        _node(tr, "data_movement", "stack", [Access(x.name)], Access(p.name), site, movement="reshape", view=True)
+        parts.append(p)
+    if len(parts) == 1:
+        return parts[0]
+    y = tr.result(tr.prefix("stack") + ".y", names, shape, xs[0].dtype)
+    _node(tr, "data_movement", "stack", [Access(p.name) for p in parts], Access(y.name), site, movement="concat",
+          axis=y.ranks[axis])
+    return y
+
+
+def gather(table: Value, ids: Value, dim: str) -> Value:
+    """``table`` indexed along ``dim`` by the integer tensor ``ids``: dims = table's with ``dim``
+    replaced by ids' dims (an embedding lookup: ``gather(emb, tokens, "V")``)."""
+    site = call_site()
+    table, ids = _check(table, "gather's table", site), _check(ids, "gather's ids", site)
+    if ids.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
+        raise LoopIRError(f"{site}: gather's ids must have an integer dtype, got {ids.dtype}")
+    a = table.axis(dim)
+    names = table.dims[:a] + ids.dims + table.dims[a + 1:]
+    try:
+        parse_dims(names)
+    except LoopIRError:
+        raise LoopIRError(f"{site}: gather result dims {','.join(names)} repeat a name; rename the dims of ids") from None
+    shape = table.shape[:a] + ids.shape + table.shape[a + 1:]
+    tr = mode().tracer
+    if tr is None:
+        idx = ids.numpy()
+        n = table.shape[a]
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise LoopIRError(f"{site}: gather ids hold values in [{idx.min()}, {idx.max()}], outside dim {dim} "
+                              f"of size {n}")
+        return Value(names, shape, table.dtype, data=np.take(table.numpy(), idx, axis=a))
+    y = tr.result(tr.prefix("gather") + ".y", names, shape, table.dtype)
+    tidx = tuple(Indirect(ids.name) if i == a else AffineExpr(((y.ranks[i if i < a else i + ids.ndim - 1], 1),), 0)
+                 for i in range(table.ndim))
+    inputs = [Access(table.name, tidx), Access(ids.name, _plain(y.ranks[a:a + ids.ndim]))]
+    _node(tr, "data_movement", "gather", inputs, Access(y.name, _plain(y.ranks)), site, movement="copy",
+          space=y.ranks)
+    return y
+
+
+def apply_mask(w: Value, mask: Value, density: float | None = None) -> Value:
+    """``w * mask`` elementwise, declared with the mask's density (``density`` or the mask's)."""
+    site = call_site()
+    w, mask = _check(w, "apply_mask's tensor", site), _check(mask, "apply_mask's mask", site)
+    if w.shape != mask.shape:
+        raise LoopIRError(f"{site}: apply_mask needs a mask of the tensor's shape {list(w.shape)}, got {list(mask.shape)}")
+    dens = density if density is not None else mask.density
+    tr = mode().tracer
+    if tr is None:
+        data = (w.numpy() * mask.numpy()).astype(w.numpy().dtype)
+        return Value(w.dims, w.shape, w.dtype, data=data, density=dens)
+    y = tr.result(tr.prefix("apply_mask") + ".y", w.dims, w.shape, w.dtype, dens)
+    _node(tr, "einsum", "apply_mask", [Access(w.name, _plain(w.ranks)), Access(mask.name, _plain(w.ranks))],
+          Access(y.name, _plain(y.ranks)), site, space=y.ranks, map="mul", reduce="none")
+    return y
+
+
+def cast(x: Value, dtype: str) -> Value:
+    """``x`` converted to ``dtype`` (an einsum with map identity)."""
+    site = call_site()
+    x = _check(x, "cast's input", site)
+    from ...dtypes import dtype as lookup
+
+    try:
+        dt = lookup(dtype).name
+    except KeyError as e:
+        raise LoopIRError(f"{site}: {e.args[0]}") from None
+    tr = mode().tracer
+    if tr is None:
+        data = x.numpy().astype(numpy_dtype(dt))
+        return Value(x.dims, x.shape, dt, data=data)
+    y = tr.result(tr.prefix("cast") + ".y", x.dims, x.shape, dt)
+    _node(tr, "einsum", "cast", [Access(x.name, _plain(x.ranks))], Access(y.name, _plain(y.ranks)), site,
+          space=y.ranks, map="identity", reduce="none")
+    return y
+
+
+__all__ = ["apply_mask", "cast", "concat", "gather", "reshape", "select", "slice", "stack", "transpose", "is_float"]

@@ -1,0 +1,72 @@
+"""The one registry of lowering rules: ATen op -> small function emitting graph nodes.
+
+A rule is registered for one or more op names, written as ``aten.NAME`` (every overload of
+the op) or ``aten.NAME.OVERLOAD`` (that overload only)::
+
+    @rule("aten.mm", "aten.bmm")
+    def mm(ctx: LowerCtx, a: Args) -> T:
+        ...
+
+It receives the lowering context (the graph builder, helpers that emit common node
+patterns) and the op's arguments bound to their schema names, and returns the value of the
+op: a ``T`` (a tensor of the graph), a tuple of them, or a Python scalar. A rule raises
+``NoLowering`` for argument combinations it does not handle; the op then becomes an opaque
+node, like an op with no rule at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+RuleFn = Callable[..., Any]
+RULES: dict[str, RuleFn] = {}
+
+
+class NoLowering(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a rule for a case it does not lower; the op becomes opaque with this reason."""
+
+
+def rule(*names: str) -> Callable[[RuleFn], RuleFn]:
+    """Register the decorated function as the lowering of ATen ops ``names``."""
+
+    def deco(fn: RuleFn) -> RuleFn:
+        for name in names:
+            if name in RULES:
+                raise ValueError(f"two lowering rules for {name}")
+            RULES[name] = fn
+        return fn
+
+    return deco
+
+
+def op_name(target: Any) -> tuple[str, str]:
+    """(``aten.NAME``, ``aten.NAME.OVERLOAD``) of an fx call target."""
+    full = str(target)
+    if hasattr(target, "_schema"):
+        packet = f"{target.namespace}.{target._schema.name.split('::')[-1]}"
+        return packet, f"{packet}.{target._overloadname}"
+    return full, full
+
+
+def find_rule(target: Any) -> RuleFn | None:
+    """The rule for an fx call target, overload-specific first."""
+    packet, full = op_name(target)
+    return RULES.get(full) or RULES.get(packet)
+
+
+def ruled_ops() -> set[str]:
+    """Names of every op (packet or overload) that has a rule."""
+    _load_rules()
+    return set(RULES)
+
+
+_loaded = False
+
+
+def _load_rules() -> None:
+    global _loaded
+    if not _loaded:
+        from . import rules  # noqa: F401  (registers every rule)
+
+        _loaded = True
