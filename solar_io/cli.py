@@ -13,15 +13,16 @@ from pathlib import Path
 import typer
 
 from . import __version__
+from .backends.roofline.cli import bound_command
 from .codec import decode
 from .errors import GraphError, Issue, SolarIOError
 from .files import check_text, dumps, load
 from .graph import FORMAT_VERSION
-from .backends.roofline.cli import bound_command
 from .hardware.cli import app as hardware_app
 from .metrics import graph_metrics
+from .resources import schema_issues
 from .versioning import migrate as migrate_doc
-from .yamltext import YamlError, parse, read_text, write_atomic
+from .yamltext import YamlError, line_of, parse, read_text, write_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Speed-of-light analysis of deep-learning workloads from einsum-graph files.")
@@ -56,12 +57,20 @@ def _read(path: Path) -> str:
 
 
 @app.command()
-def check(files: list[Path] = typer.Argument(..., help="Graph files to check.")) -> None:
+def check(files: list[Path] = typer.Argument(..., help="Graph files to check."),
+          json_schema: bool = typer.Option(False, "--json-schema",
+                                           help="Also validate against the published JSON Schema "
+                                                "(slow on large files; the built-in checks enforce the same rules)."),
+          ) -> None:
     """Check graph files against the format (schema and semantics); exit 1 on any problem."""
     bad = 0
     for f in files:
         try:
-            _, issues = check_text(_read(f), str(f))
+            text = _read(f)
+            g, issues = check_text(text, str(f))
+            if json_schema and g is not None:
+                issues = issues + [Issue(path, f"JSON Schema: {msg}", line=line_of(text, path))
+                                   for path, msg in schema_issues(parse(text))]
         except GraphError as e:
             issues = e.issues
         for i in issues:

@@ -45,3 +45,17 @@ def data_file(kind: str, name: str) -> Traversable:
 def schema_path(fmt: str = "einsum-graph", major: int = 1) -> Traversable:
     """The JSON Schema file of a format (``einsum-graph``, ``hardware``, ...) and major version."""
     return data_file("schema", f"{fmt}-v{major}.schema.json")
+
+
+def schema_issues(doc: object, fmt: str = "einsum-graph", major: int = 1) -> list[tuple[tuple, str]]:
+    """Violations of the published JSON Schema by a parsed document: [(path, message)].
+
+    The decoder enforces the same rules much faster (their agreement is tested); this is
+    the literal check against the contract, for archives that want it.
+    """
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(json.loads(schema_path(fmt, major).read_text(encoding="utf-8")))
+    return [(tuple(e.absolute_path), e.message) for e in validator.iter_errors(doc)]

@@ -104,3 +104,10 @@ def test_debug_shows_traceback(cli, tmp_path):
     missing = str(tmp_path / "missing.yaml")
     assert "Traceback" not in cli("info", missing).stderr
     assert "Traceback" in cli("--debug", "info", missing).stderr
+
+
+def test_check_with_the_published_json_schema(cli, tmp_path, matmul_text):
+    f = tmp_path / "m.yaml"
+    f.write_text(matmul_text)
+    r = cli("check", "--json-schema", str(f))
+    assert r.returncode == 0 and r.stdout.strip() == f"{f}: ok"
