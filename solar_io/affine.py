@@ -151,6 +151,12 @@ def parse_access(text: str) -> Access:
     name, inner = s[:br].strip(), s[br + 1:-1].strip()
     if not is_tensor_name(name):
         raise ValueError(f"bad tensor name {name!r} in access {text!r}")
+    return Access(name, _parse_index(inner))
+
+
+@lru_cache(maxsize=65536)
+def _parse_index(inner: str) -> tuple[Index, ...]:
+    """The expressions of ``e1, e2, ...`` (shared between accesses with the same index)."""
     if not inner:
-        return Access(name, ())
-    return Access(name, tuple(parse_expr(p) for p in inner.split(",")))
+        return ()
+    return tuple(parse_expr(p) for p in inner.split(","))

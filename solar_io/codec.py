@@ -50,6 +50,8 @@ class _Decoder:
     def __init__(self, lenient_fields: bool):
         self.issues: list[Issue] = []
         self.lenient = lenient_fields
+        self.rank_names: set[str] = set()  # names already found valid
+        self.tensor_names: set[str] = set()
 
     def err(self, path: tuple, msg: str) -> None:
         self.issues.append(Issue(path, msg))
@@ -81,6 +83,8 @@ class _Decoder:
         return v
 
     def name(self, v: Any, path: tuple, rank: bool = False) -> str | None:
+        if type(v) is str and v in (self.rank_names if rank else self.tensor_names):
+            return v
         if not isinstance(v, str):
             self.err(path, f"must be a string name, got {_kind(v)}")
             return None
@@ -89,6 +93,7 @@ class _Decoder:
             self.err(path, f"bad {'rank' if rank else ''} name {v!r}".replace("  ", " ")
                      + (": use letters, digits and _" if rank else ": use letters, digits and _ . : / -"))
             return None
+        (self.rank_names if rank else self.tensor_names).add(v)
         return v
 
     def rank_list(self, v: Any, path: tuple) -> tuple[str, ...] | None:
