@@ -6,13 +6,13 @@ The core (this package, without its ``frontends``) imports neither torch nor jax
 from importlib.metadata import PackageNotFoundError, version
 
 from .affine import Access, AffineExpr, Indirect, parse_access, parse_expr
+from .backends.roofline import Report, bound
 from .errors import GraphError, Issue, SolarIOError
 from .executor import ExecutionError, execute
 from .files import check_text, dump, dumps, load, loads
 from .graph import FORMAT_NAME, FORMAT_VERSION, Graph, Node, Producer, Tensor, Validation
 from .metrics import GraphMetrics, NodeMetrics, graph_metrics, node_metrics
 from .validate import validate
-from .backends.roofline import Report, bound
 
 try:
     __version__ = version("solar-io")

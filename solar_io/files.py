@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from ._gc import gc_paused as _gc_paused
 from .codec import decode, encode
 from .errors import GraphError, Issue
 from .graph import Graph
@@ -17,19 +15,6 @@ from .yamltext import YamlError, emit, line_of, parse, read_text, write_atomic
 def _with_lines(issues: list[Issue], text: str) -> list[Issue]:
     return [Issue(i.path, i.message, i.severity, i.line if i.line is not None else line_of(text, i.path))
             for i in issues]
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while millions of acyclic objects are built
-    (its repeated full passes otherwise make loading superlinear)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def check_text(text: str, file: str | None = None) -> tuple[Graph | None, list[Issue]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
+from ._gc import gc_paused
 from .affine import AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
@@ -136,14 +137,17 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     each input, weight and stored constant once as far as the graph reads it (the largest
     single read of it, a lower bound on the union of its reads).
     """
-    nodes = tuple(node_metrics(g, n) for n in g.nodes)
+    with gc_paused():
+        nodes = tuple(node_metrics(g, n) for n in g.nodes)
     tmap = g.tensor_map
     source: dict[str, float] = {}
     for m in nodes:
         for t, b in m.bytes_read.items():
             if tmap[t].role in BOUNDARY_ROLES and tmap[t].role != "output":
                 source[t] = max(source.get(t, 0.0), b)
-    boundary = sum(source.values()) + sum(tensor_bytes(g, t) for t in g.tensors if t.role == "output")
+    # Outputs as their node writes them: an output that is a view of an input moves no bytes.
+    written = sum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
+    boundary = sum(source.values()) + written
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),

@@ -5,7 +5,7 @@
 :mod:`.model` decides which peak each node's work runs at; :mod:`.inverse` the inverse roofline.
 """
 
-from .bound import (
+from .bounds import (
     Fidelity,
     Load,
     NodeBound,

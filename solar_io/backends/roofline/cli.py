@@ -14,7 +14,7 @@ from rich.console import Console
 
 from solar_io.yamltext import write_atomic
 
-from .bound import bound_many, resolve_graph
+from .bounds import bound_many, resolve_graph
 from .model import BoundError
 from .report import to_json, to_yaml
 from .table import DEFAULT_TOP, render, warnings

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .bound import Report
+from .result import Report
 
 _UNITS = ("matrix", "vector", "special", "dram")
 
@@ -89,7 +89,7 @@ def inverse_roofline(report: Report, target: float, rate: float | None = None) -
 
 def _requirement(res, work: float, target: float, z: float | None, binding: bool) -> Requirement:  # noqa: ANN001
     chip = res.rate
-    if z is None:
+    if z is None or z <= 0:
         need, ratio = None, None
     elif math.isinf(z):
         need, ratio = 0.0, 0.0
@@ -133,15 +133,17 @@ def _unfused(report: Report, target: float) -> InverseFidelity:
     terms: dict[str, list[tuple[float, float, float, bool]]] = {}
     for n in report.nodes:
         unit_times = (n.matrix_time, n.vector_time, n.special_time, n.memory_time)
-        for ld in n.loads:
-            u = ld.time
+        loads = n.loads
+        for ld in loads:
+            u = ld.work / ld.rate
             if u <= 0:
                 continue
             i = _UNITS.index(ld.unit)
-            same = unit_times[i]
-            d = math.fsum(o.time for o in n.loads if o.unit == ld.unit and o is not ld)
-            c = max((t for j, t in enumerate(unit_times) if j != i), default=0.0)
-            terms.setdefault(ld.resource, []).append((u, d, c, same >= c))
+            # d: the node's other work on the same unit (a fallback shares it), usually none
+            same = [o for o in loads if o.unit == ld.unit]
+            d = math.fsum(o.work / o.rate for o in same if o is not ld) if len(same) > 1 else 0.0
+            c = max(unit_times[:i] + unit_times[i + 1:])
+            terms.setdefault(ld.resource, []).append((u, d, c, unit_times[i] >= c))
     reqs = []
     for res in report.resources:
         items = terms.get(res.key, [])
@@ -177,11 +179,12 @@ def _solve_unfused(items: list[tuple[float, float, float, bool]], t_chip: float,
             continue
         t_at = t - slope * (z - beta)
         if t_at <= target:
-            return z - (t - target) / slope
+            return max(beta, z - (t - target) / slope)
         z, t, slope = beta, t_at, slope - u
     if slope <= 0 or t - slope * z >= target:
         return None
-    return z - (t - target) / slope
+    z -= (t - target) / slope
+    return z if z > 0 else None
 
 
 __all__ = ["Inverse", "InverseFidelity", "Requirement", "inverse_roofline"]

@@ -14,8 +14,8 @@ from typing import Any
 
 from solar_io.yamltext import emit
 
-from .bound import Fidelity, NodeBound, Report
 from .inverse import Inverse, InverseFidelity
+from .result import Fidelity, NodeBound, Report
 
 FORMAT_NAME = "solar-io.sol-report"
 FORMAT_VERSION = "1.0"
@@ -105,7 +105,7 @@ def report_dict(r: Report, top: int | None = None) -> dict[str, Any]:
                        "cache_aware": _fidelity(r.cache_aware)},
         "fusion_gain": r.fusion_gain,
         "measured_s": r.measured,
-        "compute_complete": not r.opaque and not r.unpriced,
+        "compute_complete": r.compute_complete,
         "opaque_nodes": list(r.opaque),
         "unpriced": [{"node": n, "work": w} for n, w in r.unpriced],
         "notes": list(r.notes),
@@ -113,7 +113,7 @@ def report_dict(r: Report, top: int | None = None) -> dict[str, Any]:
                        "work_unfused": x.work_unfused, "work_fused": x.work_fused} for x in r.resources],
         "nodes_shown": len(shown),
         "nodes": [_node(n) for n in shown],
-        "inverse": _inverse(r.inverse),  # type: ignore[arg-type]
+        "inverse": _inverse(r.inverse),
     }
 
 
@@ -131,8 +131,8 @@ def comparison(reports: Sequence[Report]) -> list[dict[str, Any]]:
             "fused_bottleneck": r.fused.bottleneck,
             "headroom_unfused": r.unfused.headroom,
             "headroom_fused": r.fused.headroom,
-            "chip_scale_unfused": inv.fidelity("unfused").chip_scale if inv else None,  # type: ignore[attr-defined]
-            "chip_scale_fused": inv.fidelity("fused").chip_scale if inv else None,  # type: ignore[attr-defined]
+            "chip_scale_unfused": inv.fidelity("unfused").chip_scale if inv else None,
+            "chip_scale_fused": inv.fidelity("fused").chip_scale if inv else None,
         })
     return rows
 

@@ -9,8 +9,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .bound import Report
 from .inverse import InverseFidelity
+from .result import Report
 from .units import format_ratio, format_si, format_time
 
 DEFAULT_TOP = 15
@@ -28,7 +28,7 @@ def _fidelity_table(r: Report) -> Table:
     t = Table(title="Speed of light (lower bounds)", title_justify="left")
     for col, just in (("fidelity", "left"), ("SOL", "right"), ("compute", "right"), ("memory", "right"),
                       ("DRAM bytes", "right"), ("bound by", "left"), ("headroom", "right")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+        t.add_column(col, justify=just)
     for f in r.fidelities:
         if not f.computed:
             t.add_row(f.name, "not computed", "-", "-", "-", "-", "-", style="dim")
@@ -122,7 +122,7 @@ def report_renderables(r: Report, top: int = DEFAULT_TOP) -> list[RenderableType
     parts += [_resources_table(r), _nodes_table(r, top)]
     if r.inverse is not None:
         inv = r.inverse
-        parts += [_inverse_table(f, inv.target_latency) for f in inv.fidelities]  # type: ignore[attr-defined]
+        parts += [_inverse_table(f, inv.target_latency) for f in inv.fidelities]
     for w in warnings(r):
         parts.append(Text("warning: " + w, style="bold yellow"))
     for note in r.notes:
@@ -147,7 +147,7 @@ def comparison_table(reports: Sequence[Report]) -> Table:
             row += [format_ratio(r.unfused.headroom), format_ratio(r.fused.headroom)]
         if target:
             inv = r.inverse
-            row += [format_ratio(inv.fidelity(f).chip_scale) if inv else "-"  # type: ignore[attr-defined]
+            row += [format_ratio(inv.fidelity(f).chip_scale) if inv else "-"
                     for f in ("unfused", "fused")]
         t.add_row(*row)
     return t

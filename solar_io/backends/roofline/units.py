@@ -10,15 +10,15 @@ from .model import BoundError
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+\.)"
 _TIME = re.compile(rf"\s*{_NUMBER}\s*(s|ms|us|µs|μs|ns|sec|secs|seconds?)?\s*\Z")
 _RATE = re.compile(rf"\s*{_NUMBER}\s*(hz|khz|mhz|ghz|/s)?\s*\Z", re.IGNORECASE)
-_TIME_SCALE = {None: 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3,
-               "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
+_TIME_DIV = {None: 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e3,
+             "us": 1e6, "µs": 1e6, "μs": 1e6, "ns": 1e9}  # divisors: 50 / 1e6 is exactly 5e-05
 _RATE_SCALE = {None: 1.0, "hz": 1.0, "/s": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 
 
 def parse_time(text: str, what: str = "time") -> float:
     """Seconds from ``'3.1ms'``, ``'500us'``, ``'2.5e-3'`` (seconds) or ``'1.2 s'``; > 0."""
     m = _TIME.match(text)
-    value = float(m.group(1)) * _TIME_SCALE[m.group(2)] if m else math.nan
+    value = float(m.group(1)) / _TIME_DIV[m.group(2)] if m else math.nan
     if not (value > 0 and math.isfinite(value)):
         raise BoundError(f"{what}: cannot read {text!r} as a positive time; write e.g. 3.1ms, 500us, 2ns "
                          "or 2.5e-3 (seconds)")

@@ -11,7 +11,7 @@ DRAM run concurrently, so
 - ``compute(v) = max over units u of time_u(v)``; ``memory(v) = bytes(v) / DRAM bandwidth``;
 - **unfused**: every node is its own kernel: ``T = sum_v max(compute(v), memory(v))``;
 - **fused**: the graph is one kernel with unlimited on-chip memory; only graph inputs, weights,
-  stored constants and outputs cross DRAM (``boundary_bytes``):
+  stored constants and outputs cross DRAM (``GraphMetrics.boundary_bytes``):
   ``T = max(max_u sum_v time_u(v), boundary_bytes / bandwidth)``. Work on different units overlaps
   across nodes as well inside one kernel (a fused attention kernel runs its softmax on the vector
   and special units while the tensor cores run the next matmul), so the compute term is the busiest
@@ -38,10 +38,12 @@ Opaque nodes have unknown compute: the bound uses their bytes only and the repor
 
 from __future__ import annotations
 
+import gc
 import math
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 
 from solar_io.dtypes import ALIASES, DTYPES
 from solar_io.files import load
@@ -49,165 +51,10 @@ from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.metrics import GraphMetrics, graph_metrics
 
-from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, Route, parse_compute_dtype
+from .inverse import inverse_roofline
+from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, parse_compute_dtype
+from .result import UNITS, Fidelity, Load, NodeBound, Options, Report, Resource, Totals
 from .units import parse_rate, parse_time
-
-UNITS = ("matrix", "vector", "special")
-
-
-@dataclass(frozen=True, slots=True)
-class Load:
-    """Work of one node on one resource: ``work`` FLOPs (results, bytes) at ``rate`` per second."""
-
-    resource: str  # "matrix/bf16", "vector/fp32", "special/fp32" or "dram"
-    unit: str  # "matrix", "vector", "special" or "dram"
-    work: float
-    rate: float
-
-    @property
-    def time(self) -> float:
-        """Seconds: ``work / rate``."""
-        return self.work / self.rate
-
-
-@dataclass(frozen=True, slots=True)
-class NodeBound:
-    """The unfused bound of one node and the counts it comes from.
-
-    FLOP and MAC counts are the dense counts of ``solar_io.metrics``; the loads carry the
-    effectual work (dense counts x ``effectual_fraction``). ``unpriced`` names the kinds of work
-    the chip has no peak for (counted as zero time).
-    """
-
-    name: str
-    kind: str
-    op: str
-    compute_dtype: str | None
-    macs: int
-    flops_matrix: float
-    flops_vector: float
-    transcendental: float
-    bytes: float
-    bytes_exact: bool
-    effectual_fraction: float
-    compute_known: bool
-    unpriced: tuple[str, ...]
-    loads: tuple[Load, ...]
-    matrix_time: float
-    vector_time: float
-    special_time: float
-    memory_time: float
-    time: float
-    bottleneck: str  # "matrix", "vector", "special", "memory" or "none"
-
-    @property
-    def compute_time(self) -> float:
-        """Seconds: the busiest unit's time (0 when compute is unknown)."""
-        return max(self.matrix_time, self.vector_time, self.special_time)
-
-    @property
-    def intensity(self) -> float | None:
-        """Arithmetic intensity, (matrix + vector FLOPs) / bytes; None when no bytes move."""
-        return (self.flops_matrix + self.flops_vector) / self.bytes if self.bytes > 0 else None
-
-    def unit_time(self, unit: str) -> float:
-        """Seconds on ``unit`` ('matrix', 'vector', 'special', 'dram')."""
-        return {"matrix": self.matrix_time, "vector": self.vector_time, "special": self.special_time,
-                "dram": self.memory_time}[unit]
-
-
-@dataclass(frozen=True, slots=True)
-class Fidelity:
-    """One fidelity's bound. ``computed`` False leaves every number None (a later fidelity).
-
-    ``unit_times`` are seconds per unit (sums over nodes); ``time_by_bottleneck`` (unfused only)
-    splits the total by each node's bottleneck.
-    """
-
-    name: str
-    computed: bool
-    time: float | None = None
-    compute_time: float | None = None
-    memory_time: float | None = None
-    bytes: float | None = None
-    unit_times: tuple[tuple[str, float], ...] = ()
-    time_by_bottleneck: tuple[tuple[str, float], ...] = ()
-    bottleneck: str | None = None
-    headroom: float | None = None
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """One resource of the chip the graph uses: its rate and the work it gets per fidelity."""
-
-    key: str
-    unit: str
-    dtype: str | None
-    rate: float
-    work_unfused: float
-    work_fused: float
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """How the bound was asked for."""
-
-    allow_tf32: bool = False
-    dtype: str | None = None
-    compute_dtype: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """Graph totals (dense counts as in ``solar_io.metrics``; bytes unfused and at the boundary)."""
-
-    nodes: int
-    macs: int
-    flops_matrix: float
-    flops_vector: float
-    transcendental: float
-    bytes: float
-    boundary_bytes: float
-
-
-@dataclass(frozen=True)
-class Report:
-    """The speed-of-light report of one graph on one chip (see the module docstring)."""
-
-    graph: str | None
-    hardware: str
-    hardware_full_name: str
-    dram_bandwidth: float
-    options: Options
-    nodes: tuple[NodeBound, ...]
-    totals: Totals
-    unfused: Fidelity
-    fused: Fidelity
-    cache_aware: Fidelity
-    resources: tuple[Resource, ...]
-    opaque: tuple[str, ...]
-    unpriced: tuple[tuple[str, str], ...]
-    notes: tuple[str, ...]
-    measured: float | None = None
-    inverse: object | None = None  # an inverse.Inverse when a target was given
-
-    @property
-    def fidelities(self) -> tuple[Fidelity, Fidelity, Fidelity]:
-        """unfused, fused, cache-aware."""
-        return self.unfused, self.fused, self.cache_aware
-
-    @property
-    def fusion_gain(self) -> float | None:
-        """unfused / fused time (None when the fused time is 0)."""
-        f, u = self.fused.time, self.unfused.time
-        return u / f if f and u is not None else None
-
-    def top(self, n: int | None = None) -> list[NodeBound]:
-        """The ``n`` nodes with the largest unfused time (all when n is None), in that order."""
-        order = sorted(range(len(self.nodes)), key=lambda i: (-self.nodes[i].time, i))
-        return [self.nodes[i] for i in (order if n is None else order[:n])]
-
 
 # ---------------------------------------------------------------------------- inputs
 
@@ -279,8 +126,6 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
                target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
                compute_dtype: str | dict[str, str] | None = None) -> list[Report]:
     """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`."""
-    from .inverse import inverse_roofline
-
     measured_s = _seconds(measured, "--measured")
     latency, rate = target_seconds(target_latency, target_rate)
     override = parse_compute_dtype(compute_dtype)
@@ -288,15 +133,16 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
     g = resolve_graph(graph)
     if dtype is not None:
         g = cast_graph(g, dtype)
-    gm = graph_metrics(g)
     options = Options(allow_tf32, None if dtype is None else cast_graph_name(dtype),
                       tuple(sorted(override.items())))
     reports = []
-    for spec in specs:
-        r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s)
-        if latency is not None:
-            r = replace(r, inverse=inverse_roofline(r, latency, rate))
-        reports.append(r)
+    with _gc_paused():
+        gm = graph_metrics(g)
+        for spec in specs:
+            r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s)
+            if latency is not None:
+                r = replace(r, inverse=inverse_roofline(r, latency, rate))
+            reports.append(r)
     return reports
 
 
@@ -305,20 +151,17 @@ def cast_graph_name(dtype: str) -> str:
     return ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
 
 
-def _node_dtypes(g: Graph, node) -> tuple[str, ...]:  # noqa: ANN001
-    tmap = g.tensor_map
-    accesses = node.inputs or node.outputs
-    return tuple(sorted({tmap[a.tensor].dtype for a in accesses}))
-
-
-def _effectual_fraction(g: Graph, node) -> float:  # noqa: ANN001
-    tmap = g.tensor_map
-    frac = 1.0
-    for name in {a.tensor for a in node.inputs} | {a.tensor for a in node.outputs}:
-        d = tmap[name].density
-        if d is not None and d < 1.0:
-            frac *= d
-    return frac
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while ~10 objects per node are built (its full passes
+    otherwise cost a third of the time on large graphs); the objects are acyclic."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel, options: Options,
@@ -327,20 +170,27 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
     nodes: list[NodeBound] = []
     notes: dict[str, None] = {}
     unpriced: list[tuple[str, str]] = []
+    dtype_of = {t.name: t.dtype for t in g.tensors}
+    sparse = {t.name: t.density for t in g.tensors if t.density is not None and t.density < 1.0}
     for node, m in zip(g.nodes, gm.nodes, strict=True):
-        mem = m.bytes / bw
-        dram = (Load("dram", "dram", m.bytes, bw),) if m.bytes > 0 else ()
+        nbytes = sum(m.bytes_read.values()) + sum(m.bytes_written.values())
+        mem = nbytes / bw
+        dram = (Load("dram", "dram", nbytes, bw),) if nbytes > 0 else ()
         work = (m.flops_matrix, m.flops_vector, m.transcendental)
-        if not m.compute_known or not any(work):
-            t, bn = mem, ("memory" if mem > 0 else "none")
-            nodes.append(NodeBound(node.name, node.kind, node.op, None, m.macs, *work, m.bytes, m.bytes_exact,
-                                   1.0, m.compute_known, (), dram, 0.0, 0.0, 0.0, mem, t, bn))
+        if not m.compute_known or not (work[0] or work[1] or work[2]):
+            nodes.append(NodeBound(node.name, node.kind, node.op, None, m.macs, *work, nbytes, m.bytes_exact,
+                                   1.0, m.compute_known, (), dram, 0.0, 0.0, 0.0, mem, mem,
+                                   "memory" if mem > 0 else "none"))
             continue
-        plan = model.plan(_node_dtypes(g, node))
-        frac = _effectual_fraction(g, node)
+        plan = model.plan(tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs)))
+        frac = 1.0
+        if sparse:  # product of the densities of the distinct sparse tensors the node touches
+            for name in {a.tensor for a in node.inputs} | {a.tensor for a in node.outputs}:
+                frac *= sparse.get(name, 1.0)
         loads: dict[str, Load] = {}
         missing: list[str] = []
-        for kind, w in zip((MATRIX, VECTOR, SPECIAL), work, strict=True):
+        for kind in (MATRIX, VECTOR, SPECIAL):
+            w = work[kind]
             if w <= 0:
                 continue
             route = plan.routes[kind]
@@ -349,42 +199,29 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
             if route is None:
                 missing.append(WORK_KINDS[kind])
                 continue
-            prev = loads.get(route.key)
-            loads[route.key] = Load(route.key, route.unit, w * frac + (prev.work if prev else 0.0), route.peak)
+            key = route.key
+            prev = loads.get(key)
+            loads[key] = Load(key, route.unit, w * frac + (prev.work if prev else 0.0), route.peak)
         for kind, text in plan.notes:
             if kind < 0 or work[kind] > 0:
                 notes.setdefault(text)
-        unit_t = {"matrix": 0.0, "vector": 0.0, "special": 0.0}
+        mt = vt = st = 0.0
         for ld in loads.values():
-            unit_t[ld.unit] += ld.time
-        times = (unit_t["matrix"], unit_t["vector"], unit_t["special"], mem)
-        t = max(times)
-        bn = "none" if t <= 0 else ("matrix", "vector", "special", "memory")[times.index(t)]
+            if ld.unit == "matrix":
+                mt += ld.work / ld.rate
+            elif ld.unit == "vector":
+                vt += ld.work / ld.rate
+            else:
+                st += ld.work / ld.rate
+        t = max(mt, vt, st, mem)
+        bn = "none" if t <= 0 else ("matrix" if t == mt else "vector" if t == vt else "special" if t == st
+                                    else "memory")
         if missing:
             unpriced.extend((node.name, k) for k in missing)
-        nodes.append(NodeBound(node.name, node.kind, node.op, plan.compute_dtype, m.macs, *work, m.bytes,
+        nodes.append(NodeBound(node.name, node.kind, node.op, plan.compute_dtype, m.macs, *work, nbytes,
                                m.bytes_exact, frac, True, tuple(missing), tuple(loads.values()) + dram,
-                               *times, t, bn))
+                               mt, vt, st, mem, t, bn))
     return _assemble(g, gm, spec, options, tuple(nodes), tuple(notes), tuple(unpriced), measured)
-
-
-def boundary_bytes(g: Graph, gm: GraphMetrics) -> float:
-    """DRAM bytes of the fused fidelity: each graph input, weight and stored constant once (its
-    largest single read), and each output as its writing node writes it.
-
-    Same as ``GraphMetrics.boundary_bytes`` except for outputs written by a view (an alias that
-    moves no bytes), which that field counts in full, so that a graph whose output is a view of its
-    input would get a fused time above its unfused one (reported to the core; see the report).
-    """
-    tmap = g.tensor_map
-    source: dict[str, float] = {}
-    written = 0.0
-    for m in gm.nodes:
-        for t, b in m.bytes_read.items():
-            if tmap[t].role in ("input", "weight", "constant"):
-                source[t] = max(source.get(t, 0.0), b)
-        written += math.fsum(b for t, b in m.bytes_written.items() if tmap[t].role == "output")
-    return math.fsum(source.values()) + written
 
 
 def _sum(xs: Iterable[float]) -> float:
@@ -394,7 +231,10 @@ def _sum(xs: Iterable[float]) -> float:
 def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, nodes: tuple[NodeBound, ...],
               notes: tuple[str, ...], unpriced: tuple[tuple[str, str], ...], measured: float | None) -> Report:
     bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
-    headroom = (lambda t: measured / t if measured is not None and t > 0 else None)
+
+    def headroom(t: float) -> float | None:
+        return measured / t if measured is not None and t > 0 else None
+
     # Unfused.
     u_units = tuple((u, _sum(getattr(n, f"{u}_time") for n in nodes)) for u in UNITS)
     u_time = unfused_time(nodes)
@@ -408,7 +248,7 @@ def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, 
                        "each node is a kernel: sum over nodes of max(compute, bytes / DRAM bandwidth)")
     # Fused.
     f_compute = max(t for _, t in u_units)
-    boundary = boundary_bytes(g, gm)
+    boundary = gm.boundary_bytes
     f_memory = boundary / bw
     f_time = max(f_compute, f_memory)
     f_terms = (*u_units, ("memory", f_memory))
@@ -437,5 +277,5 @@ def unfused_time(nodes: Sequence[NodeBound]) -> float:
     return _sum(n.time for n in nodes)
 
 
-__all__ = ["Fidelity", "Load", "NodeBound", "Options", "Report", "Resource", "Route", "Totals", "bound",
+__all__ = ["Fidelity", "Load", "NodeBound", "Options", "Report", "Resource", "Totals", "bound",
            "bound_many", "cast_graph", "resolve_graph", "resolve_hardware"]

@@ -1,0 +1,178 @@
+"""What a bound returns: the :class:`Report` of one graph on one chip and its parts.
+
+All times are seconds and lower bounds; rates are FLOP/s (results/s for special-function units,
+OP/s for integer dtypes) or bytes/s. How the numbers are computed: :mod:`.bounds`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .inverse import Inverse
+
+UNITS = ("matrix", "vector", "special")
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Work of one node on one resource: ``work`` FLOPs (results, bytes) at ``rate`` per second."""
+
+    resource: str  # "matrix/bf16", "vector/fp32", "special/fp32" or "dram"
+    unit: str  # "matrix", "vector", "special" or "dram"
+    work: float
+    rate: float
+
+    @property
+    def time(self) -> float:
+        """Seconds: ``work / rate``."""
+        return self.work / self.rate
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBound:
+    """The unfused bound of one node and the counts it comes from.
+
+    FLOP and MAC counts are the dense counts of ``solar_io.metrics``; the loads carry the
+    effectual work (dense counts x ``effectual_fraction``). ``unpriced`` names the kinds of work
+    the chip has no peak for (counted as zero time).
+    """
+
+    name: str
+    kind: str
+    op: str
+    compute_dtype: str | None
+    macs: int
+    flops_matrix: float
+    flops_vector: float
+    transcendental: float
+    bytes: float
+    bytes_exact: bool
+    effectual_fraction: float
+    compute_known: bool
+    unpriced: tuple[str, ...]
+    loads: tuple[Load, ...]
+    matrix_time: float
+    vector_time: float
+    special_time: float
+    memory_time: float
+    time: float
+    bottleneck: str  # "matrix", "vector", "special", "memory" or "none"
+
+    @property
+    def compute_time(self) -> float:
+        """Seconds: the busiest unit's time (0 when compute is unknown)."""
+        return max(self.matrix_time, self.vector_time, self.special_time)
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, (matrix + vector FLOPs) / bytes; None when no bytes move."""
+        return (self.flops_matrix + self.flops_vector) / self.bytes if self.bytes > 0 else None
+
+    def unit_time(self, unit: str) -> float:
+        """Seconds on ``unit`` ('matrix', 'vector', 'special', 'dram')."""
+        return {"matrix": self.matrix_time, "vector": self.vector_time, "special": self.special_time,
+                "dram": self.memory_time}[unit]
+
+
+@dataclass(frozen=True, slots=True)
+class Fidelity:
+    """One fidelity's bound. ``computed`` False leaves every number None (a later fidelity).
+
+    ``unit_times`` are seconds per unit (sums over nodes); ``time_by_bottleneck`` (unfused only)
+    splits the total by each node's bottleneck.
+    """
+
+    name: str
+    computed: bool
+    time: float | None = None
+    compute_time: float | None = None
+    memory_time: float | None = None
+    bytes: float | None = None
+    unit_times: tuple[tuple[str, float], ...] = ()
+    time_by_bottleneck: tuple[tuple[str, float], ...] = ()
+    bottleneck: str | None = None
+    headroom: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One resource of the chip the graph uses: its rate and the work it gets per fidelity."""
+
+    key: str
+    unit: str
+    dtype: str | None
+    rate: float
+    work_unfused: float
+    work_fused: float
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How the bound was asked for."""
+
+    allow_tf32: bool = False
+    dtype: str | None = None
+    compute_dtype: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Graph totals (dense counts as in ``solar_io.metrics``; bytes unfused and at the boundary)."""
+
+    nodes: int
+    macs: int
+    flops_matrix: float
+    flops_vector: float
+    transcendental: float
+    bytes: float
+    boundary_bytes: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """The speed-of-light report of one graph on one chip (see the module docstring)."""
+
+    graph: str | None
+    hardware: str
+    hardware_full_name: str
+    dram_bandwidth: float
+    options: Options
+    nodes: tuple[NodeBound, ...]
+    totals: Totals
+    unfused: Fidelity
+    fused: Fidelity
+    cache_aware: Fidelity
+    resources: tuple[Resource, ...]
+    opaque: tuple[str, ...]
+    unpriced: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+    measured: float | None = None
+    inverse: Inverse | None = None  # when a target latency or rate was given
+
+    @property
+    def fidelities(self) -> tuple[Fidelity, Fidelity, Fidelity]:
+        """unfused, fused, cache-aware."""
+        return self.unfused, self.fused, self.cache_aware
+
+    @property
+    def compute_complete(self) -> bool:
+        """False when some compute is unknown (opaque nodes) or has no peak on the chip (unpriced):
+        the bound then counts that work as zero time, so it is looser (still a lower bound)."""
+        return not self.opaque and not self.unpriced
+
+    @property
+    def fusion_gain(self) -> float | None:
+        """unfused / fused time (None when the fused time is 0)."""
+        f, u = self.fused.time, self.unfused.time
+        return u / f if f and u is not None else None
+
+    def top(self, n: int | None = None) -> list[NodeBound]:
+        """The ``n`` nodes with the largest unfused time (all when n is None), in that order."""
+        order = sorted(range(len(self.nodes)), key=lambda i: (-self.nodes[i].time, i))
+        return [self.nodes[i] for i in (order if n is None else order[:n])]
+
+
+__all__ = ["UNITS", "Fidelity", "Load", "NodeBound", "Options", "Report", "Resource", "Totals"]
