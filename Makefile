@@ -14,11 +14,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The main job on the bundled examples: check every graph, summarise one.
+# The main job on the bundled examples: check every graph, summarise one, bound it on two chips.
 run: venv
 	$(BIN)/solar-io check examples/graphs/*.yaml
 	$(BIN)/solar-io fmt --check examples/graphs/*.yaml
 	$(BIN)/solar-io info examples/graphs/attention.yaml
+	$(BIN)/solar-io bound examples/graphs/attention.yaml --hw thor,h100-sxm --measured 3.1ms
 
 # Lint and the whole test suite.
 test: venv
@@ -27,6 +28,7 @@ test: venv
 
 bench: venv
 	$(BIN)/python benchmarks/bench_io.py
+	$(BIN)/python benchmarks/bench_bound.py
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .ruff_cache .hypothesis
