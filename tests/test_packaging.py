@@ -30,6 +30,7 @@ def test_wheel_contains_schema_and_hardware(wheel):
     for spec in specs:
         assert f"solar_io/_data/hardware/{spec.name}" in names
     assert any(n.endswith("entry_points.txt") for n in names)
+    assert "solar_io/frontends/loopir/SPEC.md" in names  # the LLM frontend's prompt
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .builtins import apply_mask, cast, concat, gather, reshape, select, slice, stack, transpose
+from .builtins import apply_mask, cast, concat, gather, opaque, reshape, select, slice, stack, transpose
 from .capture import capture_file
 from .ir import Dim, LoopIRError, Out, Temp, Tensor, Value
 from .kernel import Kernel, kernel
+from .state import size
 
 SPEC_PATH = Path(__file__).with_name("SPEC.md")
 
@@ -37,7 +38,7 @@ sigmoid, silu, gelu, gelu_tanh, relu, square, sign, where = (_scalar(n) for n in
 
 __all__ = [
     "Dim", "Kernel", "LoopIRError", "Out", "SPEC_PATH", "Temp", "Tensor", "Value", "apply_mask", "capture_file",
-    "cast", "concat", "cos", "erf", "exp", "gather", "gelu", "gelu_tanh", "kernel", "log", "reciprocal", "relu",
-    "reshape", "rsqrt", "select", "sigmoid", "sign", "silu", "sin", "slice", "sqrt", "square", "stack", "tanh",
-    "transpose", "where",
+    "cast", "concat", "cos", "erf", "exp", "gather", "gelu", "gelu_tanh", "kernel", "log", "opaque", "reciprocal",
+    "relu", "reshape", "rsqrt", "select", "sigmoid", "sign", "silu", "sin", "size", "slice", "sqrt", "square",
+    "stack", "tanh", "transpose", "where",
 ]

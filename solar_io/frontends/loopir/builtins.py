@@ -8,13 +8,17 @@ arguments), and sizes of new dims come from keywords or are inferred.
 | --- | --- | --- |
 | ``reshape(x, "B,S,H,E", H=16)`` | row-major reshape | data_movement reshape (view) |
 | ``transpose(x, "B,H,S,E")`` | dims permuted (materialised) | data_movement copy |
-| ``slice(x, "S", start, stop, step=1, as_dim=None)`` | a strided range of one dim | data_movement copy |
-| ``select(x, "S", index)`` | one index of a dim, dim dropped | data_movement copy |
+| ``slice(x, "S", start, stop, step=1, as_dim=None)`` | a strided range of one dim | data_movement copy, view |
+| ``select(x, "S", index)`` | one index of a dim, dim dropped | data_movement copy, view |
 | ``concat([a, b], "C", as_dim=None)`` | joined along dim C | data_movement concat |
 | ``stack([a, b], "L", axis=0)`` | a new dim L | reshape views + concat |
 | ``gather(table, ids, "V")`` | rows of ``table`` picked by integer ``ids`` | data_movement copy with ``@ids`` |
 | ``apply_mask(w, mask, density=None)`` | ``w * mask``, declared sparse | einsum mul with ``density`` |
 | ``cast(x, dtype)`` | converted element type | einsum identity |
+| ``opaque(fn, [x], "B,K", reason=...)`` | ``fn`` on numpy arrays (sort, top-k) | opaque node: bytes, compute unknown |
+
+``slice`` and ``select`` are views, like numpy's basic indexing: no bytes move (the reader
+of the result reads the selected elements in place); ``transpose`` materialises.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import numpy as np
 from ...affine import Access, AffineExpr, Indirect
 from ...dtypes import numpy_dtype
 from ...graph import Node
-from .ir import LoopIRError, Value, is_float, parse_dims
+from .ir import LoopIRError, Value, parse_dims
 from .state import call_site, mode
 
 
@@ -47,16 +51,22 @@ def _node(tr, kind: str, op: str, inputs, out: Access, site: str, **kw) -> None:
 
 
 def reshape(x: Value, dims: str, **sizes: int) -> Value:
-    """``x`` reshaped row-major to ``dims``; new dims' sizes from keywords, one may be inferred."""
+    """``x`` reshaped row-major to ``dims``.
+
+    Sizes: keywords, then dims of ``x`` with the same name; one remaining dim is inferred
+    from the element count; if several remain, the program's Dim sizes are used first.
+    """
     site = call_site()
     x = _check(x, "reshape's input", site)
     names = parse_dims(dims)
     known = {d: x.size_of(d) for d in x.dims if d in names and d not in sizes}
     known.update(sizes)
-    for d in names:
-        if d not in known and mode().sizes.get(d):
-            known[d] = mode().sizes[d]
     missing = [d for d in names if d not in known]
+    if len(missing) > 1:  # several unknown: the program's Dim sizes, then infer one
+        for d in missing:
+            if mode().sizes.get(d):
+                known[d] = mode().sizes[d]
+        missing = [d for d in names if d not in known]
     total = prod(x.shape)
     if len(missing) > 1:
         raise LoopIRError(f"{site}: reshape to {dims}: give the sizes of {', '.join(missing)} (all but one)")
@@ -116,7 +126,7 @@ def slice(x: Value, dim: str, start: int, stop: int, step: int = 1, as_dim: str 
     index = tuple(AffineExpr(((y.ranks[a], step),), start) if i == a else AffineExpr(((r, 1),), 0)
                   for i, r in enumerate(x.ranks))
     _node(tr, "data_movement", "slice", [Access(x.name, index)], Access(y.name, _plain(y.ranks)), site,
-          movement="copy", space=y.ranks, attrs=(("start", start), ("step", step), ("stop", stop)))
+          movement="copy", space=y.ranks, attrs=(("start", start), ("step", step), ("stop", stop)), view=True)
     return y
 
 
@@ -134,7 +144,7 @@ def select(x: Value, dim: str, index: int) -> Value:
     y = tr.result(tr.prefix("select") + ".y", names, shape, x.dtype, x.density)
     idx = tuple(AffineExpr((), index) if i == a else AffineExpr(((r, 1),), 0) for i, r in enumerate(x.ranks))
     _node(tr, "data_movement", "select", [Access(x.name, idx)], Access(y.name, _plain(y.ranks)), site,
-          movement="copy", space=y.ranks, attrs=(("index", index),))
+          movement="copy", space=y.ranks, attrs=(("index", index),), view=True)
     return y
 
 
@@ -203,7 +213,8 @@ def gather(table: Value, ids: Value, dim: str) -> Value:
     try:
         parse_dims(names)
     except LoopIRError:
-        raise LoopIRError(f"{site}: gather result dims {','.join(names)} repeat a name; rename the dims of ids") from None
+        raise LoopIRError(f"{site}: gather result dims {','.join(names)} repeat a name; "
+                          "rename the dims of ids") from None
     shape = table.shape[:a] + ids.shape + table.shape[a + 1:]
     tr = mode().tracer
     if tr is None:
@@ -227,7 +238,8 @@ def apply_mask(w: Value, mask: Value, density: float | None = None) -> Value:
     site = call_site()
     w, mask = _check(w, "apply_mask's tensor", site), _check(mask, "apply_mask's mask", site)
     if w.shape != mask.shape:
-        raise LoopIRError(f"{site}: apply_mask needs a mask of the tensor's shape {list(w.shape)}, got {list(mask.shape)}")
+        raise LoopIRError(f"{site}: apply_mask needs a mask of the tensor's shape {list(w.shape)}, "
+                          f"got {list(mask.shape)}")
     dens = density if density is not None else mask.density
     tr = mode().tracer
     if tr is None:
@@ -259,4 +271,49 @@ def cast(x: Value, dtype: str) -> Value:
     return y
 
 
-__all__ = ["apply_mask", "cast", "concat", "gather", "reshape", "select", "slice", "stack", "transpose", "is_float"]
+def opaque(fn, xs: list[Value], dims: str | list[str], *, reason: str, dtype: str | None = None,
+           op: str | None = None, **sizes: int):
+    """An op the IR cannot express (sort, top-k, ...): ``fn`` (numpy arrays in, one array
+    or a tuple out) computes it when executing; the graph gets an ``opaque`` node (bytes
+    counted, compute unknown) with ``reason``. ``dims``: the result's dims (a list for
+    several results); sizes from keywords, the inputs' dims of the same name, or Dim sizes."""
+    site = call_site()
+    xs = [_check(x, "opaque's inputs", site) for x in xs]
+    if not str(reason).strip():
+        raise LoopIRError(f"{site}: opaque needs a reason")
+    multi = not isinstance(dims, str)
+    specs = [parse_dims(d) for d in (dims if multi else [dims])]
+    known = {d: n for x in xs for d, n in zip(x.dims, x.shape, strict=True)}
+    known.update(mode().sizes)
+    known.update(sizes)
+    missing = [d for sp in specs for d in sp if d not in known]
+    if missing:
+        raise LoopIRError(f"{site}: opaque result dim {missing[0]} has no size; pass {missing[0]}=...")
+    dt = dtype or (xs[0].dtype if xs else "fp32")
+    shapes = [tuple(known[d] for d in sp) for sp in specs]
+    tr = mode().tracer
+    name = op or getattr(fn, "__name__", "opaque")
+    if tr is None:
+        try:
+            res = fn(*(x.numpy() for x in xs))
+        except Exception as e:
+            msg = " ".join(str(e).split())[:300]
+            raise LoopIRError(f"{site}: opaque {name} raised {type(e).__name__}: {msg}") from None
+        arrays = list(res) if isinstance(res, (tuple, list)) else [res]
+        if len(arrays) != len(specs) or any(np.shape(a) != sh for a, sh in zip(arrays, shapes, strict=False)):
+            raise LoopIRError(f"{site}: opaque {name} must return arrays of shapes {shapes}, got "
+                              f"{[np.shape(a) for a in arrays]}")
+        outs = [Value(sp, sh, dt, data=np.asarray(a, dtype=numpy_dtype(dt))) for sp, sh, a in
+                zip(specs, shapes, arrays, strict=True)]
+        return tuple(outs) if multi else outs[0]
+    prefix = tr.prefix(f"opaque_{name}" if name.isidentifier() else "opaque")
+    outs = [tr.result(f"{prefix}.y{i}" if multi else f"{prefix}.y", sp, sh, dt)
+            for i, (sp, sh) in enumerate(zip(specs, shapes, strict=True))]
+    node_name = outs[0].name
+    tr.node(Node(name=node_name, kind="opaque", op=f"loopir.opaque.{name}", inputs=tuple(Access(x.name) for x in xs),
+                 outputs=tuple(Access(o.name) for o in outs), reason=str(reason), location=site))
+    tr.opaque[node_name] = fn
+    return tuple(outs) if multi else outs[0]
+
+
+__all__ = ["apply_mask", "cast", "concat", "gather", "opaque", "reshape", "select", "slice", "stack", "transpose"]

@@ -5,7 +5,7 @@ arrays, outputs pre-filled with the identity of their reduction), then the scala
 parameters, then one size per loop dimension, and runs the loop nests as written. The
 outermost loop of a nest runs with ``prange`` when its Dim is ``parallel`` and every
 store of the nest indexes it (no reduction across iterations). Reads of a tensor
-declared with ``fill`` are guarded: outside the tensor they give the fill value.
+declared with ``fill`` are guarded (every dim): outside the tensor they give the fill value.
 
 Compiled functions are shared by source text: kernels reloaded from the same program
 compile once per process; with numba the source is also written to a cache directory
@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -56,8 +57,7 @@ def _expr(k: KernelIR, e) -> str:
         spec = k.param(e.param).spec
         if spec.fill is None:
             return ref
-        conds = [f"0 <= {s} < t_{e.param}.shape[{d}]" for d, (s, x) in enumerate(zip(idx, e.index, strict=True))
-                 if not (len(x.terms) == 1 and x.terms[0][1] == 1 and x.const == 0)]
+        conds = [f"0 <= {s} < t_{e.param}.shape[{d}]" for d, s in enumerate(idx)]
         return f"({ref} if ({' and '.join(conds)}) else {_float(spec.fill)})" if conds else ref
     assert isinstance(e, Op)
     return code_of(e.op, [_expr(k, a) for a in e.args])
@@ -129,6 +129,7 @@ def _from_file(src: str, digest: str) -> Callable | None:
             os.replace(tmp, path)
         spec = importlib.util.spec_from_file_location(f"_solar_io_loopir_k_{digest}", path)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # numba's cache re-imports the module by name
         spec.loader.exec_module(mod)  # type: ignore[union-attr]
         return mod.kernel_fn
     except (OSError, SyntaxError):

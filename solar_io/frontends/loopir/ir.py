@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...affine import is_rank_name
-from ...dtypes import DTYPES, dtype as lookup_dtype
+from ...dtypes import DTYPES
+from ...dtypes import dtype as lookup_dtype
 from ...errors import SolarIOError
 
 ROLES = ("input", "weight", "constant", "output", "intermediate")
@@ -70,7 +71,9 @@ class Tensor:
     ``weight`` or ``constant`` for model parameters, ``output`` / ``intermediate`` for what
     a kernel writes (see ``Out``/``Temp``); ``density``: fraction of non-zeros of a tensor
     stored compressed; ``fill``: the value a kernel reads outside the tensor's bounds
-    (padding); without it an out-of-bounds read is an error.
+    (padding); without it an out-of-bounds read is an error; ``value``: a ``constant``
+    model parameter whose every element is this number (an immediate: no bytes, e.g. the
+    zero initial state of a recurrence).
     """
 
     dims: tuple[str, ...] | str
@@ -78,6 +81,7 @@ class Tensor:
     role: str = "input"
     density: float | None = None
     fill: float | None = None
+    value: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dims", parse_dims(self.dims))
@@ -92,6 +96,10 @@ class Tensor:
             raise LoopIRError(f"density must be in (0, 1], got {self.density!r}")
         if self.fill is not None:
             object.__setattr__(self, "fill", float(self.fill))
+        if self.value is not None:
+            if self.role != "constant":
+                raise LoopIRError(f"only role='constant' tensors have a value (got role {self.role!r})")
+            object.__setattr__(self, "value", float(self.value))
 
 
 def Out(dims: str | tuple, dtype: str | None = None, density: float | None = None) -> Tensor:  # noqa: N802

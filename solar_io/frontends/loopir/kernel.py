@@ -7,7 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ...dtypes import DTYPES, numpy_dtype
+from ...dtypes import numpy_dtype
 from .codegen import compile_kernel, loop_dims, scalar_params, tensor_params
 from .ir import LoopIRError, Value, is_float
 from .parse import KernelIR, parse_kernel, reads_of
@@ -178,7 +178,3 @@ class Kernel:
 def kernel(fn) -> Kernel:
     """Decorator: check ``fn`` against the IR's restrictions (LoopIRError naming the line)."""
     return Kernel(fn)
-
-
-def dtype_ok(name: str) -> bool:
-    return name in DTYPES

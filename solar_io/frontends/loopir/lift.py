@@ -19,6 +19,7 @@ For each store ``y[o] (op)= e`` of a nest with loop dims ``D``:
 from __future__ import annotations
 
 from ...affine import Access, AffineExpr
+from ...dtypes import DTYPES
 from ...graph import Node
 from ...ops import MAP_OPS
 from .ir import LoopIRError, Value
@@ -38,12 +39,23 @@ class _StoreLifter:
         self.memo: dict = {}
         self.count = 0
 
-    def operand(self, e) -> tuple[Access, frozenset[str], dict, float | None]:
-        """(access, IR dims it uses, pad entries {(tensor, rank): (lo, hi)}, fill)."""
+    def const_dtype(self, siblings: tuple) -> str:
+        """The dtype of a constant operand: that of a floating tensor it is combined with,
+        else the result's (fp32 when the result is a predicate)."""
+        for a in siblings:
+            if isinstance(a, Read):
+                dt = self.tr.tensors[self.tensor_of[a.param]].dtype
+                if DTYPES[dt].family == "float":
+                    return dt
+        return self.dtype if self.dtype != "bool" else "fp32"
+
+    def operand(self, e, cdt: str | None = None) -> tuple[Access, frozenset[str], dict, float | None]:
+        """(access, IR dims it uses, pad entries {(tensor, rank): (lo, hi)}, fill); ``cdt``:
+        the dtype of a constant ``e``."""
         if isinstance(e, Const):
-            return self.tr.const(e.value, self.dtype), frozenset(), {}, None
+            return self.tr.const(e.value, cdt or self.dtype), frozenset(), {}, None
         if isinstance(e, ScalarArg):
-            return self.tr.const(self.b.scalars[e.param], self.dtype), frozenset(), {}, None
+            return self.tr.const(self.b.scalars[e.param], cdt or self.dtype), frozenset(), {}, None
         if isinstance(e, Read):
             t = self.tensor_of[e.param]
             used = frozenset(d for x in e.index for d, _ in x.terms)
@@ -58,7 +70,8 @@ class _StoreLifter:
         assert isinstance(e, Op)
         if e in self.memo:
             return self.memo[e]
-        ops = [self.operand(a) for a in e.args]
+        cdt = self.const_dtype(e.args)
+        ops = [self.operand(a, cdt) for a in e.args]
         used = frozenset().union(*(u for _, u, _, _ in ops))
         dims = tuple(d for d in self.dims if d in used)
         dtype = "bool" if MAP_OPS[e.op].result == "bool" else self.dtype
@@ -100,17 +113,40 @@ class _StoreLifter:
             self.tr.node(Node(kind="einsum", map=op, reduce=reduce, **common))
 
 
+def _ranks(tr, k, b) -> dict[str, str]:
+    """Graph ranks of the kernel's loop dims: a dim bound by an argument takes that tensor's
+    rank (so ranks follow the data: a second ``linear`` call keeps its input's names); the
+    others get the rank of their own name and size. Distinct dims get distinct ranks."""
+    loop = set(k.loop_dims)
+    rank_of: dict[str, str] = {}
+    used: set[str] = set()
+    for name, v in b.values.items():
+        for d, r in zip(k.ir.param(name).spec.dims, v.ranks, strict=True):
+            if d in loop and d not in rank_of and r not in used:
+                rank_of[d] = r
+                used.add(r)
+    for d in k.loop_dims:
+        if d not in rank_of:
+            r = tr.rank(d, b.sizes[d])
+            if r in used:
+                r = tr.fresh_rank(d, b.sizes[d])
+            rank_of[d] = r
+            used.add(r)
+    return rank_of
+
+
 def lift_call(tr, k, b) -> Value | tuple[Value, ...]:
     """Record the nodes of kernel ``k`` called with binding ``b``; its outputs as Values."""
     prefix = tr.prefix(k.name)
-    rank_of = {d: tr.rank(d, b.sizes[d]) for d in k.loop_dims}
+    rank_of = _ranks(tr, k, b)
     tensor_of = {n: v.name for n, v in b.values.items()}
     outs = []
     for p in k.ir.params:
         if p.kind not in ("out", "temp"):
             continue
         shape = tuple(b.sizes[d] for d in p.spec.dims)
-        v = tr.result(f"{prefix}.{p.name}", p.spec.dims, shape, k.out_dtype(p.name, b), p.spec.density)
+        v = tr.result(f"{prefix}.{p.name}", p.spec.dims, shape, k.out_dtype(p.name, b), p.spec.density,
+                      tuple(rank_of[d] for d in p.spec.dims))
         tensor_of[p.name] = v.name
         if p.kind == "out":
             outs.append(v)
@@ -122,7 +158,8 @@ def lift_call(tr, k, b) -> Value | tuple[Value, ...]:
             sl = _StoreLifter(tr, k, b, tensor_of, rank_of, nest.dims, out, tr.tensors[out].dtype, location, attrs)
             e = st.expr
             if isinstance(e, Op):
-                ops, op = [sl.operand(a) for a in e.args], e.op
+                cdt = sl.const_dtype(e.args)
+                ops, op = [sl.operand(a, cdt) for a in e.args], e.op
             else:
                 ops, op = [sl.operand(e)], "identity"
             space = tuple(rank_of[d] for d in nest.dims)

@@ -15,82 +15,14 @@ import inspect
 import numbers
 import os
 import textwrap
-from dataclasses import dataclass
 
 from ...affine import AffineExpr
+from ...ops import MAP_OPS
 from .ir import Dim, LoopIRError, Tensor
+from .kir import Const, Expr, KernelIR, Nest, Op, Param, Read, ScalarArg, Store, reads_of
 from .scalars import BINARY, COMPARE, SCALAR_FUNCS
 
-
-@dataclass(frozen=True, slots=True)
-class Read:
-    param: str
-    index: tuple[AffineExpr, ...]
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class Const:
-    value: float
-
-
-@dataclass(frozen=True, slots=True)
-class ScalarArg:
-    param: str
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    op: str
-    args: tuple
-
-
-Expr = Read | Const | ScalarArg | Op
-
-
-@dataclass(frozen=True, slots=True)
-class Store:
-    param: str
-    dims: tuple[str, ...]
-    reduce: str  # none, add, mul, max, min
-    expr: Expr
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class Nest:
-    dims: tuple[str, ...]
-    dim_objs: tuple[Dim, ...]
-    stores: tuple[Store, ...]
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    name: str
-    kind: str  # in, out, temp, scalar
-    spec: Tensor | None
-
-
-@dataclass(frozen=True)
-class KernelIR:
-    name: str
-    file: str
-    line: int
-    params: tuple[Param, ...]
-    nests: tuple[Nest, ...]
-
-    def param(self, name: str) -> Param:
-        return next(p for p in self.params if p.name == name)
-
-
-def reads_of(e: Expr) -> list[Read]:
-    """Every tensor read in ``e``."""
-    if isinstance(e, Read):
-        return [e]
-    if isinstance(e, Op):
-        return [r for a in e.args for r in reads_of(a)]
-    return []
+__all__ = ["Const", "KernelIR", "Nest", "Op", "Param", "Read", "ScalarArg", "Store", "parse_kernel", "reads_of"]
 
 
 _REDUCE_AUG = {"Add": "add", "Mult": "mul"}
@@ -135,7 +67,7 @@ class _Parser:
         try:
             ann = inspect.get_annotations(self.fn, eval_str=True)
         except Exception as e:  # an annotation that does not evaluate
-            raise self.err(self.fdef, f"annotations do not evaluate: {e}") from None
+            raise self.err(self.fdef, f"annotations do not evaluate: {' '.join(str(e).split())[:200]}") from None
         a = self.fdef.args
         if a.vararg or a.kwarg or a.posonlyargs or a.kwonlyargs or a.defaults:
             raise self.err(self.fdef, "parameters are plain names with annotations (no *args, defaults or "
@@ -200,6 +132,8 @@ class _Parser:
                 node = body[0]
                 continue
             bad = next((s for s in body if isinstance(s, (ast.For, ast.While))), None)
+            if isinstance(bad, ast.While):
+                raise self.err(bad, "while loops are not allowed; loops run over Dims (for i in I:)")
             if bad is not None:
                 raise self.err(bad, "loop nests must be perfectly nested: a loop body holds either exactly "
                                "one loop or only statements")
@@ -251,7 +185,7 @@ class _Parser:
         if tuple(dims) != p.spec.dims:
             raise self.err(st, f"{name} is declared with dims {','.join(p.spec.dims)}; store it with the loop "
                            f"variables of those dims in that order, got {','.join(dims)}")
-        same = ast.dump(target)
+        same = ast.unparse(target)
         if reduce is None:
             reduce, value = self.accumulation(value, same)
         expr = self.expr(value)
@@ -269,12 +203,13 @@ class _Parser:
         if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("max", "min")
                 and len(value.args) == 2):
             a, b = value.args
-            if ast.dump(a) == target:
+            if ast.unparse(a) == target:
                 return value.func.id, b
-            if ast.dump(b) == target:
+            if ast.unparse(b) == target:
                 return value.func.id, a
-        if isinstance(value, ast.BinOp) and type(value.op).__name__ in _REDUCE_AUG and ast.dump(value.left) == target:
-            return _REDUCE_AUG[type(value.op).__name__], value.right
+        op = type(value.op).__name__ if isinstance(value, ast.BinOp) else ""
+        if op in _REDUCE_AUG and ast.unparse(value.left) == target:
+            return _REDUCE_AUG[op], value.right
         return "none", value
 
     # ------------------------------------------------------------------ expressions
@@ -284,7 +219,7 @@ class _Parser:
                 raise self.err(e, f"constant {e.value!r} is not a number")
             return Const(float(e.value))
         if isinstance(e, (ast.Name, ast.Attribute)):
-            return self.name(e)
+            return self.named(e)
         if isinstance(e, ast.Subscript):
             return self.read(e)
         if isinstance(e, ast.BinOp):
@@ -295,10 +230,10 @@ class _Parser:
             a, b = self.expr(e.left), self.expr(e.right)
             op = BINARY[kind][0]
             if op == "pow" and isinstance(b, Const) and b.value in (2.0, 0.5):
-                return Op("square" if b.value == 2.0 else "sqrt", (a,))
+                return _fold(Op("square" if b.value == 2.0 else "sqrt", (a,)))
             if op in ("add", "mul"):
-                return Op(op, _flat(op, a) + _flat(op, b))
-            return Op(op, (a, b))
+                return _fold(Op(op, _flat(op, a) + _flat(op, b)))
+            return _fold(Op(op, (a, b)))
         if isinstance(e, ast.UnaryOp):
             a = self.expr(e.operand)
             if isinstance(e.op, ast.UAdd):
@@ -325,7 +260,7 @@ class _Parser:
             raise self.err(e, "data-dependent branching (x if c else y) is not allowed; use where(c, x, y)")
         raise self.err(e, f"expression {ast.unparse(e)} is not allowed in a kernel")
 
-    def name(self, e: ast.Name | ast.Attribute) -> Expr:
+    def named(self, e: ast.Name | ast.Attribute) -> Expr:
         if isinstance(e, ast.Name):
             if e.id in self.locals:
                 return self.locals[e.id]
@@ -350,7 +285,8 @@ class _Parser:
             raise self.err(e, f"{ast.unparse(e.value)} is not a tensor parameter of the kernel")
         idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
         if len(idx) != len(p.spec.dims):
-            raise self.err(e, f"{name} has {len(p.spec.dims)} dims ({','.join(p.spec.dims)}), indexed with {len(idx)}")
+            raise self.err(e, f"{name} has {len(p.spec.dims)} dims ({','.join(p.spec.dims)}), "
+                           f"indexed with {len(idx)}")
         return Read(name, tuple(self.affine(x) for x in idx), self.line(e))
 
     def affine(self, e: ast.expr) -> AffineExpr:
@@ -390,7 +326,8 @@ class _Parser:
                        "variables plus a constant (2*p + r - 1)")
 
     def call(self, e: ast.Call) -> Expr:
-        fname = e.func.id if isinstance(e.func, ast.Name) else e.func.attr if isinstance(e.func, ast.Attribute) else None
+        fname = (e.func.id if isinstance(e.func, ast.Name)
+                 else e.func.attr if isinstance(e.func, ast.Attribute) else None)
         f = SCALAR_FUNCS.get(fname or "")
         if f is None or (isinstance(e.func, ast.Name) and (fname in self.pmap or fname in self.locals)):
             raise self.err(e, f"unknown builtin {ast.unparse(e.func)}() in a kernel; allowed: "
@@ -403,10 +340,21 @@ class _Parser:
         args = tuple(self.expr(a) for a in e.args)
         if f.op in ("max", "min"):
             args = tuple(x for a in args for x in _flat(f.op, a))
-        return Op(f.op, args)
+        return _fold(Op(f.op, args))
 
 
 _MISSING = object()
+
+
+def _fold(e: Op) -> Expr:
+    """``e`` evaluated when every argument is a constant (``1.0 / 12`` is one immediate)."""
+    if not all(isinstance(a, Const) for a in e.args) or MAP_OPS[e.op].result == "bool":
+        return e
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        v = float(MAP_OPS[e.op].fn(*(np.float64(a.value) for a in e.args)))
+    return e if v != v else Const(v)
 
 
 def _flat(op: str, e: Expr) -> tuple:

@@ -37,6 +37,7 @@ class Tracer:
         self.nodes: list[Node] = []
         self._prefix: dict[str, int] = {}
         self._consts: dict[tuple[float, str], str] = {}
+        self.opaque: dict[str, object] = {}  # opaque node name -> its numpy implementation
 
     # ------------------------------------------------------------------ names
     def rank(self, dim: str, size: int) -> str:
@@ -52,6 +53,14 @@ class Tracer:
                     r, i = f"{dim}_{size}_{i}", i + 1
             self.ranks[r] = size
             self._rank_key[key] = r
+        return r
+
+    def fresh_rank(self, dim: str, size: int) -> str:
+        """A new rank of ``size``, named after ``dim``, distinct from every existing rank."""
+        r, i = f"{dim}_{size}", 2
+        while r in self.ranks:
+            r, i = f"{dim}_{size}_{i}", i + 1
+        self.ranks[r] = size
         return r
 
     def prefix(self, base: str) -> str:
@@ -85,15 +94,16 @@ class Tracer:
         return Access(name, ())
 
     def input(self, name: str, dims: tuple[str, ...], shape: tuple[int, ...], dtype: str, role: str,
-              density: float | None) -> Value:
+              density: float | None, value: float | None = None) -> Value:
         ranks = tuple(self.rank(d, n) for d, n in zip(dims, shape, strict=True))
-        self.tensor(name, ranks, dtype, role, density)
+        self.tensor(name, ranks, dtype, role, density, value)
         return Value(dims, shape, dtype, name=name, ranks=ranks, density=density)
 
     def result(self, name: str, dims: tuple[str, ...], shape: tuple[int, ...], dtype: str,
-               density: float | None = None) -> Value:
-        """A new intermediate tensor and its Value."""
-        ranks = tuple(self.rank(d, n) for d, n in zip(dims, shape, strict=True))
+               density: float | None = None, ranks: tuple[str, ...] | None = None) -> Value:
+        """A new intermediate tensor and its Value (ranks: given, or those of ``dims``)."""
+        if ranks is None:
+            ranks = tuple(self.rank(d, n) for d, n in zip(dims, shape, strict=True))
         self.tensor(name, ranks, dtype, "intermediate", density)
         return Value(dims, shape, dtype, name=name, ranks=ranks, density=density)
 
@@ -122,14 +132,15 @@ class Tracer:
         nodes = _live(self.nodes, set(rename))
         read = {a.tensor for n in nodes for a in n.inputs}
         keep = read | {a.tensor for n in nodes for a in n.outputs} | {
-            t.name for t in self.tensors.values() if t.role in ("input", "weight", "constant") and t.value is None}
+            t.name for t in self.tensors.values() if t.role in ("input", "weight", "constant")
+            and (t.value is None or not t.name.startswith("const."))}
 
         def acc(a: Access) -> Access:
             return replace(a, tensor=rename[a.tensor]) if a.tensor in rename else a
 
         out_nodes = []
         for n in nodes:
-            out_nodes.append(replace(n, inputs=tuple(acc(a) for a in n.inputs),
+            out_nodes.append(replace(n, name=rename.get(n.name, n.name), inputs=tuple(acc(a) for a in n.inputs),
                                      outputs=tuple(acc(a) for a in n.outputs),
                                      pad=tuple(sorted((rename.get(t, t), d) for t, d in n.pad))))
         tensors = []
@@ -138,6 +149,7 @@ class Tracer:
                 continue
             role = "output" if t.name in rename else t.role
             tensors.append(Tensor(rename.get(t.name, t.name), t.ranks, t.dtype, role, t.density, t.value))
+        self.opaque = {rename.get(k, k): fn for k, fn in self.opaque.items()}
         used = {r for t in tensors for r in t.ranks} | {r for n in out_nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.ranks.items() if r in used)
         return Graph(ranks=ranks, tensors=tuple(tensors), nodes=tuple(out_nodes), producer=producer, name=name)

@@ -25,13 +25,16 @@ def _round(x: float) -> float:
     return float(f"{x:.2g}")
 
 
-def compare_outputs(g: Graph, arrays: dict, ran: dict[str, Value], seed: int, jit: bool) -> Validation:
-    """Run ``g`` on ``arrays`` and compare with the program's outputs ``ran``."""
-    inputs = {t.name: arrays[t.name] for t in g.tensors if t.name in arrays}
+def compare_outputs(g: Graph, arrays: dict, ran: dict[str, Value], seed: int, jit: bool,
+                    opaque: dict | None = None) -> Validation:
+    """Run ``g`` on ``arrays`` (``opaque``: implementations of opaque nodes by node name)
+    and compare with the program's outputs ``ran``."""
+    inputs = {t.name: arrays[t.name] for t in g.tensors if t.name in arrays and t.value is None}
     try:
-        ref = execute(g, inputs)
+        ref = execute(g, inputs, opaque=opaque or {})
     except Exception as e:
-        raise LoopIRError(f"the reference executor failed on the lifted graph: {e}") from None
+        msg = " ".join(str(e).split())[:300]
+        raise LoopIRError(f"the reference executor failed on the lifted graph: {msg}") from None
     if jit:
         import numba
 

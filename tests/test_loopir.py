@@ -1,0 +1,566 @@
+"""Affine Loop IR: restriction checks, binding errors, builtins, tracing rules, capture errors.
+
+Programs are written to temporary files (kernels need their source) and captured with
+``capture_file``; every error a user can cause is one LoopIRError line naming the file
+and line. Numerical checks run without numba (``jit=False``) unless they test numba.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import solar_io
+from solar_io.errors import SolarIOError
+from solar_io.frontends.loopir import LoopIRError, capture_file
+
+HEADER = """\
+from solar_io.frontends.loopir import *  # noqa: F403
+B = Dim("B", 3, parallel=True)
+N = Dim("N", 5)
+M = Dim("M", 4)
+"""
+
+
+def program(tmp_path: Path, body: str, name: str = "prog.py") -> Path:
+    p = tmp_path / name
+    p.write_text(HEADER + textwrap.dedent(body))
+    return p
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln)
+
+
+def capture_error(path: Path, **kw) -> str:
+    with pytest.raises(LoopIRError) as e:
+        capture_file(path, jit=False, **kw)
+    assert isinstance(e.value, SolarIOError)
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+COPY = """
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+{body}
+
+def model(x: Tensor("B,N")):
+    return k(x)
+"""
+
+VIOLATIONS = {
+    "data-dependent branch": ("            if x[b, n] > 0:\n                y[b, n] = x[b, n]",
+                              "if x[b, n] > 0", "data-dependent branching"),
+    "conditional expression": ("            y[b, n] = x[b, n] if x[b, n] > 0 else 0.0", "y[b, n] = x",
+                               "use where(c, x, y)"),
+    "non-affine index (product)": ("            y[b, n] = x[b, n * n]", "y[b, n] = x", "product of loop variables"),
+    "non-affine index (tensor)": ("            y[b, n] = x[b, x[b, n]]", "y[b, n] = x", "use the gather builtin"),
+    "unknown builtin": ("            y[b, n] = softplus(x[b, n])", "softplus", "unknown builtin softplus"),
+    "loop var as value": ("            y[b, n] = x[b, n] * n", "y[b, n] = x", "loop variable n used as a value"),
+    "store to input": ("            x[b, n] = 1.0", "x[b, n] = 1.0", "read-only"),
+    "scalar accumulator": ("            t = 0.0\n            t += x[b, n]\n            y[b, n] = t", "t += x",
+                           "accumulate into a tensor element"),
+    "floor division": ("            y[b, n] = x[b, n // 2]", "y[b, n] = x", "non-affine index"),
+    "while loop": ("            while True:\n                y[b, n] = 1.0", "while True", "while loops"),
+    "wrong store index": ("            y[n, b] = x[b, n]", "y[n, b]", "in that order"),
+    "self read": ("            y[b, n] = y[b, n] - x[b, n]", "y[b, n] = y", "reads y itself"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIOLATIONS))
+def test_restriction_violations_name_the_line(tmp_path, case):
+    body, needle, expect = VIOLATIONS[case]
+    p = program(tmp_path, COPY.format(body=body))
+    msg = capture_error(p)
+    assert msg.startswith(f"prog.py:{line_of(p, needle)}: kernel k: "), msg
+    assert expect in msg, msg
+
+
+@pytest.mark.parametrize("src, needle, expect", [
+    ("""
+@kernel
+def k(x: Tensor("B,N"), y: Out("B")):
+    for b in B:
+        for n in N:
+            y[b] = x[b, n]
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "y[b] = x", "leaves loop dim N out"),
+    ("""
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        y[b, 0] = x[b, 0]
+        for n in N:
+            y[b, n] = x[b, n]
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "for n in N", "perfectly nested"),
+    ("""
+@kernel
+def k(x: Tensor("B,N"), t: Temp("B"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            t[b] += x[b, n]
+            y[b, n] = x[b, n] / t[b]
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "y[b, n] = x[b, n] / t[b]", "read it in a later nest"),
+    ("""
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n]
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n] + 1.0
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "y[b, n] = x[b, n] + 1.0", "written twice"),
+    ("""
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for b2 in B:
+            y[b, b2] = x[b, b2]
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "for b2 in B", "looped over twice"),
+    ("""
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,N")):
+    for b in range(3):
+        for n in N:
+            y[b, n] = x[b, n]
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "for b in range(3)", "loops run over Dim objects"),
+    ("""
+@kernel
+def k(x, y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = 1.0
+def model(x: Tensor("B,N")):
+    return k(x)
+""", "def k(x", "needs an annotation"),
+])
+def test_structure_violations(tmp_path, src, needle, expect):
+    p = program(tmp_path, src)
+    msg = capture_error(p)
+    assert msg.startswith(f"prog.py:{line_of(p, needle)}:"), msg
+    assert expect in msg, msg
+
+
+def test_out_of_bounds_read_needs_fill(tmp_path):
+    src = """
+@kernel
+def shift(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n + 1]
+def model(x: Tensor("B,N")):
+    return shift(x)
+"""
+    p = program(tmp_path, src)
+    msg = capture_error(p)
+    assert f"prog.py:{line_of(p, 'return shift')}: kernel shift:" in msg
+    assert f"prog.py:{line_of(p, 'y[b, n] = x')}: index N + 1 of x dim 1 (N=5) spans [1, 5]" in msg
+    assert "declare fill=" in msg
+    p.write_text(p.read_text().replace('x: Tensor("B,N"), y', 'x: Tensor("B,N", fill=-1.0), y'))
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed"
+    (node,) = g.nodes
+    assert node.pad == (("x", (("N", 0, 1),)),) and node.fill == -1.0
+    assert str(node.inputs[0]) == "x[B, N + 1]"
+
+
+@pytest.mark.parametrize("call, expect", [
+    ("k(x, x)", "takes 1 arguments, got 2"),
+    ("k(x, N=7)", "dim N is 7 from keyword but 5 from x"),
+    ("k(1.0)", "x must be a tensor"),
+    ("k(x, Z='a')", "unknown argument Z='a'"),
+])
+def test_call_errors_name_the_call(tmp_path, call, expect):
+    src = f"""
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n]
+def model(x: Tensor("B,N")):
+    return {call}
+"""
+    p = program(tmp_path, src)
+    msg = capture_error(p)
+    assert msg.startswith(f"prog.py:{line_of(p, 'return ' + call)}: kernel k: "), msg
+    assert expect in msg, msg
+
+
+@pytest.mark.parametrize("src, expect", [
+    ("def model(x: Tensor('B,N')):\n    raise ValueError('boom')\n", "tracing model raised ValueError: boom"),
+    ("def model(x):\n    return x\n", "needs a Tensor('dims', ...) annotation"),
+    ("x = 1 / 0\n", "loading the program raised ZeroDivisionError"),
+    ("def model(x: Tensor('B,N')):\n    return x\n", "return computed tensors only"),
+    ("def model(x: Tensor('B,N')):\n    return 3\n", "must return a tensor"),
+    ("def model(x: Tensor('B,Z')):\n    return x\n", "dim Z of model parameter x has no size"),
+    ("def model(x: Tensor('B,N')):\n    if x:\n        pass\n", "no truth value"),
+    ("y = (\n", "syntax error"),
+    ("X = 1\n", "defines no model"),
+])
+def test_program_errors(tmp_path, src, expect):
+    msg = capture_error(program(tmp_path, src))
+    assert msg.startswith("prog.py"), msg
+    assert expect in msg, msg
+
+
+def test_model_error_names_program_line(tmp_path):
+    p = program(tmp_path, "def model(x: Tensor('B,N')):\n    y = 1\n    raise KeyError('k')\n")
+    assert capture_error(p).startswith(f"prog.py:{line_of(p, 'raise KeyError')}: tracing model raised KeyError")
+
+
+# ---------------------------------------------------------------------------- lifting rules
+
+REDUCTIONS = """
+@kernel
+def k(x: Tensor("B,N"), w: Tensor("N,M"), s: Out("B"), mx: Out("B"), pr: Out("B"), mm: Out("B,M"),
+      e: Out("B,N"), c: Out("B,N")):
+    for b in B:
+        for n in N:
+            s[b] += exp(x[b, n] - 1.5)
+            mx[b] = max(mx[b], x[b, n] * 2.0)
+            pr[b] *= x[b, n]
+            e[b, n] = where(x[b, n] > 0.0, sigmoid(x[b, n]), -x[b, n])
+            c[b, n] = x[b, n]
+    for b in B:
+        for m in M:
+            for n in N:
+                mm[b, m] += x[b, n] * w[n, m] * 0.5
+
+def model(x: Tensor("B,N"), w: Tensor("N,M", role="weight")):
+    s, mx, pr, mm, e, c = k(x, w)
+    return {"s": s, "mx": mx, "pr": pr, "mm": mm, "e": e, "c": c}
+"""
+
+
+def test_lifting_rules_and_counts(tmp_path):
+    g = capture_file(program(tmp_path, REDUCTIONS), jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    by_out = {n.outputs[0].tensor: n for n in g.nodes}
+    summary = {t: (n.kind, n.map, n.reduce, n.movement, [str(a) for a in n.inputs]) for t, n in by_out.items()}
+    assert summary["k.s.t0"] == ("einsum", "sub", "none", None, ["x[B, N]", "const.fp32.1.5[]"])
+    assert summary["s"] == ("einsum", "exp", "add", None, ["k.s.t0[B, N]"])
+    assert summary["mx"] == ("einsum", "mul", "max", None, ["x[B, N]", "const.fp32.2.0[]"])
+    assert summary["pr"] == ("einsum", "identity", "mul", None, ["x[B, N]"])
+    assert summary["mm"] == ("einsum", "mul", "add", None, ["x[B, N]", "w[N, M]", "const.fp32.0.5[]"])
+    assert summary["c"] == ("data_movement", None, None, "copy", ["x[B, N]"])
+    assert by_out["k.e.t0"].map == "gt" and g.tensor_map["k.e.t0"].dtype == "bool"
+    assert summary["e"][1:3] == ("where", "none")
+    B, N, M = 3, 5, 4
+    m = {n.name: solar_io.node_metrics(g, n) for n in g.nodes}
+    assert m["s"].transcendental == B * N and m["s"].flops_vector == B * N - B
+    assert m["mx"].flops_vector == B * N + (B * N - B)
+    assert m["mm"].macs == B * M * N and m["mm"].flops_vector == B * M * N  # the third factor
+    assert m["c"].flops == 0
+    assert m["k.e.t1"].transcendental == B * N  # sigmoid
+
+
+def test_hoisting_uses_only_the_dims_an_expression_reads(tmp_path):
+    src = """
+@kernel
+def k(x: Tensor("B,N"), a: Tensor("B"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n] * exp(a[b] * 2.0)
+def model(x: Tensor("B,N"), a: Tensor("B")):
+    return k(x, a)
+"""
+    g = capture_file(program(tmp_path, src), jit=False)
+    spaces = {n.name: n.space for n in g.nodes}
+    assert spaces == {"k.y.t0": ("B",), "k.y.t1": ("B",), "k.y": ("B", "N")}
+
+
+def test_builtins_execute_like_numpy_and_lift(tmp_path):
+    src = """
+@kernel
+def double(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n] * 2.0
+
+def model(x: Tensor("B,N"), ids: Tensor("M", dtype="int64"), t: Tensor("N,B")):
+    y = double(x)
+    r = reshape(y, "N,B")
+    tr = transpose(y, "N,B")
+    sl = slice(y, "N", 1, 5, 2, as_dim="N2")
+    se = select(y, "B", 2)
+    g = gather(y, ids, "B")
+    st = stack([tr, t], "L")
+    ca = concat([tr, t], "N")
+    cs = cast(y, "fp64")
+    return {"r": double(reshape(r, "B,N")), "sl": sl, "se": se, "g": g, "st": st, "ca": ca, "cs": cs}
+
+def get_inputs(rng):
+    return {"ids": np.array([2, 0, 0, 1])}
+"""
+    p = program(tmp_path, "import numpy as np\n" + src)
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    kinds = {n.op: (n.kind, n.movement, n.view) for n in g.nodes}
+    assert kinds["loopir.reshape"] == ("data_movement", "reshape", True)
+    assert kinds["loopir.transpose"] == ("data_movement", "copy", False)
+    assert kinds["loopir.gather"] == ("data_movement", "copy", False)
+    assert kinds["loopir.concat"] == ("data_movement", "concat", False)
+    assert kinds["loopir.cast"][0] == "einsum"
+    sl = next(n for n in g.nodes if n.op == "loopir.slice")
+    assert str(sl.inputs[0]) == "double.y[B, 2*N2 + 1]"
+    ga = next(n for n in g.nodes if n.op == "loopir.gather")
+    assert [str(a) for a in ga.inputs] == ["double.y[@ids, N]", "ids[M]"]
+    assert g.shape("st") == (2, 5, 3) and g.shape("ca") == (10, 3) and g.tensor_map["cs"].dtype == "fp64"
+    m = solar_io.graph_metrics(g)
+    assert all(solar_io.node_metrics(g, n).flops == 0 for n in g.nodes if n.kind == "data_movement")
+    assert m.macs == 0
+
+
+def test_rank_names_follow_data_and_stay_distinct(tmp_path):
+    src = """
+@kernel
+def mm(a: Tensor("B,N"), b: Tensor("N,M"), c: Out("B,M")):
+    for i in B:
+        for j in M:
+            for k in N:
+                c[i, j] += a[i, k] * b[k, j]
+
+def model(x: Tensor("B,N"), w1: Tensor("N,M", role="weight"), w2: Tensor("M,B", role="weight")):
+    return mm(mm(x, w1), w2)
+"""
+    g = capture_file(program(tmp_path, src), jit=False)
+    assert g.validation.status == "passed"
+    second = g.nodes[1]
+    assert second.space == ("B", "B_3", "M") or len(set(second.space)) == 3
+    assert dict(g.ranks)["B"] == 3
+
+
+def test_capture_is_deterministic_and_round_trips(tmp_path):
+    p = program(tmp_path, REDUCTIONS)
+    a, b = capture_file(p, jit=False), capture_file(p, jit=False)
+    assert solar_io.dumps(a) == solar_io.dumps(b)
+    assert solar_io.loads(solar_io.dumps(a)) == a
+    assert a.producer.frontend == "loopir" and a.producer.source == "prog.py"
+    assert a.producer.source_sha256 and len(a.producer.source_sha256) == 64
+    assert str(tmp_path) not in solar_io.dumps(a)
+    v = a.validation
+    assert (v.method, v.seed, v.rtol) == ("reference-executor", 0, 1e-3) and "pure Python" in v.reference
+
+
+def test_validation_failure_is_recorded_or_raised(tmp_path, monkeypatch):
+    from solar_io.frontends.loopir import verify
+
+    p = program(tmp_path, REDUCTIONS)
+    real = verify.execute
+
+    def wrong(g, inputs, **kw):
+        out = real(g, inputs, **kw)
+        out["s"] = out["s"] + 1.0
+        return out
+
+    monkeypatch.setattr(verify, "execute", wrong)
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "failed" and "output s differs" in g.validation.reason
+    with pytest.raises(LoopIRError, match="validation failed: output s differs"):
+        capture_file(p, jit=False, strict=True)
+    g = capture_file(p, validate=False)
+    assert g.validation.status == "skipped"
+
+
+def test_dead_results_are_dropped(tmp_path):
+    src = """
+@kernel
+def two(x: Tensor("B,N"), y: Out("B,N"), z: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = exp(x[b, n])
+            z[b, n] = x[b, n] * 3.0
+def model(x: Tensor("B,N")):
+    y, z = two(x)
+    return {"z": z}
+"""
+    g = capture_file(program(tmp_path, src), jit=False)
+    assert [n.name for n in g.nodes] == ["z"]
+    assert solar_io.graph_metrics(g).transcendental == 0
+
+
+def test_kernel_runs_directly_on_numpy(tmp_path):
+    p = program(tmp_path, REDUCTIONS)
+    from solar_io.frontends.loopir.capture import load_program
+    from solar_io.frontends.loopir.state import using
+
+    mod = load_program(p)
+    x = np.arange(15, dtype=np.float32).reshape(3, 5) / 10
+    w = np.ones((5, 4), dtype=np.float32)
+    with using(jit=False):
+        s, mx, pr, mm, e, c = mod.k(x, w)
+    np.testing.assert_allclose(s.numpy(), np.exp(x - 1.5).sum(1), rtol=1e-6)
+    np.testing.assert_allclose(mx.numpy(), (2 * x).max(1))
+    np.testing.assert_allclose(mm.numpy(), 0.5 * x @ w, rtol=1e-6)
+
+
+def test_import_and_lift_without_numba(tmp_path):
+    p = program(tmp_path, REDUCTIONS)
+    code = f"""
+import sys
+sys.modules["numba"] = None  # importing numba now fails
+from solar_io.frontends.loopir import capture_file, LoopIRError
+g = capture_file({str(p)!r}, validate=False)
+assert g.validation.status == "skipped" and len(g.nodes) > 3
+g = capture_file({str(p)!r}, jit=False)
+assert g.validation.status == "passed"
+try:
+    capture_file({str(p)!r}, jit=True)
+except LoopIRError as e:
+    print("ERR", e)
+import warnings
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    g = capture_file({str(p)!r})  # default: falls back to plain Python
+print("REF", g.validation.reference, g.validation.status, [str(x.message) for x in w])
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "needs numba" in r.stdout and "--no-jit" in r.stdout
+    assert "REF loopir program, pure Python (no jit) passed" in r.stdout and "numba is not installed" in r.stdout
+
+
+def test_scalar_output_and_prange_codegen(tmp_path):
+    src = """
+@kernel
+def total(x: Tensor("B,N"), s: Out("")):
+    for b in B:
+        for n in N:
+            s[()] += x[b, n]
+
+@kernel
+def rowsum(x: Tensor("B,N"), s: Out("B")):
+    for b in B:
+        for n in N:
+            s[b] += x[b, n]
+
+def model(x: Tensor("B,N")):
+    return {"s": total(x), "r": rowsum(x)}
+"""
+    pytest.importorskip("numba")
+    p = program(tmp_path, src)
+    g = capture_file(p, jit=True)
+    assert g.validation.status == "passed", g.validation.reason
+    assert g.shape("s") == () and str(g.nodes[0].outputs[0]) == "s[]"
+    from solar_io.frontends.loopir.capture import load_program
+    from solar_io.frontends.loopir.codegen import generate
+
+    mod = load_program(p)
+    src_total, par_total = generate(mod.total.ir)
+    src_row, par_row = generate(mod.rowsum.ir)
+    assert not par_total and "prange" not in src_total  # B is reduced: no parallel loop over it
+    assert par_row and "for i_B in prange(n_B):" in src_row
+
+
+def test_reduced_validation_records_reduced_ranks(tmp_path):
+    src = """
+@kernel
+def mm(a: Tensor("B,N"), w: Tensor("N,M"), c: Out("B,M")):
+    for b in B:
+        for m in M:
+            for n in N:
+                c[b, m] += a[b, n] * w[n, m]
+
+def model(x: Tensor("B,N"), w: Tensor("N,M", role="weight")):
+    return {"y": mm(x, w)}
+"""
+    p = program(tmp_path, src)
+    g = capture_file(p, jit=False, validate_sizes={"N": 2, "M": 3})
+    assert g.validation.status == "passed"
+    assert g.validation.reduced_ranks == (("N", 2), ("M", 3)) and dict(g.ranks) == {"B": 3, "N": 5, "M": 4}
+    assert solar_io.loads(solar_io.dumps(g)) == g
+    g = capture_file(p, jit=False, validate_sizes={"N": 9})
+    assert g.validation.status == "skipped" and "larger than the graph's" in g.validation.reason
+    g = capture_file(p, jit=False, validate_budget=64)
+    assert g.validation.status == "skipped" and "over the budget" in g.validation.reason
+    g = capture_file(p, jit=False, sizes={"N": 7})
+    assert dict(g.ranks)["N"] == 7 and g.validation.status == "passed"
+
+
+def test_opaque_builtin(tmp_path):
+    src = """
+@kernel
+def double(x: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n] * 2.0
+
+def top2(a):
+    return np.sort(a, axis=1)[:, ::-1][:, :2].copy()
+
+def model(x: Tensor("B,N")):
+    return {"t": double(opaque(top2, [double(x)], "B,K", K=2, reason="top-k selection has no einsum form"))}
+"""
+    g = capture_file(program(tmp_path, "import numpy as np\n" + src), jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    op = next(n for n in g.nodes if n.kind == "opaque")
+    assert op.op == "loopir.opaque.top2" and op.reason.startswith("top-k") and g.shape(op.outputs[0].tensor) == (3, 2)
+    assert solar_io.graph_metrics(g).opaque == (op.name,)
+
+
+def test_attribute_builtins_module_constants_and_folding(tmp_path):
+    src = """
+import math
+import numpy as np
+STRIDE = 2
+SCALE = 0.5
+
+@kernel
+def k(x: Tensor("B,N"), y: Out("B,M")):
+    for b in B:
+        for m in M:
+            y[b, m] = math.exp(x[b, STRIDE * m - 2]) * np.tanh(x[b, m]) * (1.0 / 4) + SCALE * math.pi
+
+def model(x: Tensor("B,N", fill=0.0)):
+    return k(x)
+"""
+    p = program(tmp_path, src)
+    p.write_text(p.read_text().replace('x: Tensor("B,N"), y', 'x: Tensor("B,N", fill=0.0), y'))
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    ops = [(n.map, [str(a) for a in n.inputs]) for n in g.nodes]
+    assert ("exp", ["x[B, 2*M - 2]"]) in ops and ("tanh", ["x[B, M]"]) in ops
+    assert any("const.fp32.0.25[]" in ins for _, ins in ops)  # 1.0 / 4 folded
+    assert any(f"const.fp32.{0.5 * 3.141592653589793!r}[]" in ins for _, ins in ops)
+    assert g.nodes[0].pad == (("x", (("N", 2, 0),)),)
+
+
+def test_constant_with_value_is_an_immediate(tmp_path):
+    src = """
+@kernel
+def k(x: Tensor("B,N"), z: Tensor("B,N"), y: Out("B,N")):
+    for b in B:
+        for n in N:
+            y[b, n] = x[b, n] + z[b, n]
+
+def model(x: Tensor("B,N"), z: Tensor("B,N", role="constant", value=3.0)):
+    return k(x, z)
+"""
+    g = capture_file(program(tmp_path, src), jit=False)
+    assert g.validation.status == "passed"
+    assert g.tensor_map["z"].value == 3.0
+    assert solar_io.graph_metrics(g).bytes == 2 * 15 * 4
+    bad = program(tmp_path, src.replace('role="constant", value', 'value'))
+    assert capture_error(bad) == (f"prog.py:{line_of(bad, 'def model')}: only role='constant' tensors have a "
+                                  "value (got role 'input')")
