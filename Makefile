@@ -31,4 +31,5 @@ bench: venv
 	$(BIN)/python benchmarks/bench_bound.py
 
 clean:
-	rm -rf $(VENV) dist build .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-accelforge dist build .pytest_cache .ruff_cache .hypothesis
+include mk/accelforge.mk

@@ -14,8 +14,10 @@ import typer
 
 from . import __version__
 from .backends.roofline.cli import bound_command
+from .backends.tiling.cli import tiling_command
 from .codec import decode
 from .errors import GraphError, Issue, SolarIOError
+from .exporters.cli import export_app, import_app
 from .files import check_text, dumps, load
 from .graph import FORMAT_VERSION
 from .hardware.cli import app as hardware_app
@@ -30,6 +32,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 app.command("bound")(bound_command)
 app.add_typer(hardware_app, name="hw", help="Hardware specs: list, show, and probe the local CPU.")
+app.add_typer(export_app, name="export")
+app.add_typer(import_app, name="import")
+app.command("tiling")(tiling_command)
 
 
 def _version(value: bool) -> None:

@@ -86,9 +86,12 @@ def test_skinny_matmul_is_memory_bound_on_h100():
 
 def test_headroom_is_measured_over_sol():
     n = 4096
-    r = bound(matmul_graph(n, n, n), H100, measured="3.1ms")
+    r = bound(matmul_graph(n, n, n), H100, measured="3.1ms", cache_aware=False)
     assert close(r.unfused.headroom, 3.1e-3 / (2 * n**3 / P_BF16))
     assert r.cache_aware.computed is False and r.cache_aware.time is None and r.cache_aware.headroom is None
+    r = bound(matmul_graph(n, n, n), H100, measured="3.1ms", cache_aware=True)
+    assert r.cache_aware.computed and close(r.cache_aware.headroom, 3.1e-3 / r.cache_aware.time)
+    assert r.cache_aware.time >= r.fused.time
 
 
 # ----------------------------------------------------------------------------- conv2d

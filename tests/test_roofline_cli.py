@@ -61,7 +61,7 @@ def test_api_documents_validate_for_every_option():
     _valid(doc)
     assert len(doc["reports"]) == 4 and len(doc["comparison"]) == 4
     assert yaml.safe_load(to_yaml(reports)) == doc
-    single = document([solar_io.bound(mlp_graph(), "h100")], top=1)
+    single = document([solar_io.bound(mlp_graph(), "h100", cache_aware=False)], top=1)
     _valid(json.loads(json.dumps(single)))
     assert "comparison" not in single and single["reports"][0]["nodes_shown"] == 1
     assert single["reports"][0]["fidelities"]["cache_aware"]["status"] == "not computed"
@@ -103,6 +103,7 @@ def test_bound_table_default(cli):
     for text in ("Speed of light", "unfused", "fused", "cache-aware", "not computed", "fusion gain", "fc1",
                  "Inverse roofline", "Comparison", "matrix/bf16", "dram"):
         assert text in res.stdout, text
+    assert "not computed" not in cli("bound", str(MLP), "--hw", "h100", "--cache-aware").stdout
 
 
 def test_table_render_to_text_lists_opaque_prominently(tmp_path):

@@ -109,22 +109,28 @@ def target_seconds(target_latency: float | str | None, target_rate: float | str 
 def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.PathLike[str], *,
           measured: float | str | None = None, target_latency: float | str | None = None,
           target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
-          compute_dtype: str | dict[str, str] | None = None) -> Report:
+          compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
+          cache_bound: str = "ilp", capacity: float | str | None = None) -> Report:
     """The SOL report of ``graph`` (a Graph or a path) on ``hw`` (a HardwareSpec, name, alias or path).
 
     ``measured``: a measured run time (seconds, or text such as ``'3.1ms'``) for the headroom.
     ``target_latency`` (seconds or ``'2ms'``) or ``target_rate`` (Hz or ``'500Hz'``): the inverse
     roofline. ``allow_tf32``: fp32 matrix work may use tf32 peaks. ``dtype``: cast every float tensor
     first. ``compute_dtype``: override the dtype class of the peaks (``'bf16'`` or ``'fp8=fp16'``).
+    ``cache_aware``: also compute the cache-aware fidelity (finite on-chip memory, :mod:`solar_io.backends.tiling`)
+    with ``capacity`` bytes on chip (default: the spec's on-chip levels) and Q(S) from the tiling ILP
+    (``cache_bound='ilp'``) or the provable floor (``'floor'``).
     """
     return bound_many(graph, [hw], measured=measured, target_latency=target_latency, target_rate=target_rate,
-                      allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype)[0]
+                      allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype, cache_aware=cache_aware,
+                      cache_bound=cache_bound, capacity=capacity)[0]
 
 
 def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec | str | os.PathLike[str]], *,
                measured: float | str | None = None, target_latency: float | str | None = None,
                target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
-               compute_dtype: str | dict[str, str] | None = None) -> list[Report]:
+               compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
+               cache_bound: str = "ilp", capacity: float | str | None = None) -> list[Report]:
     """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`."""
     measured_s = _seconds(measured, "--measured")
     latency, rate = target_seconds(target_latency, target_rate)
@@ -140,6 +146,9 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
         gm = graph_metrics(g)
         for spec in specs:
             r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s)
+            if cache_aware:
+                from solar_io.backends.tiling.sol import with_cache_aware
+                r = with_cache_aware(r, g, gm, spec, capacity, cache_bound)
             if latency is not None:
                 r = replace(r, inverse=inverse_roofline(r, latency, rate))
             reports.append(r)

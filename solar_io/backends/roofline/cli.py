@@ -41,9 +41,17 @@ def bound_command(
     top: int | None = typer.Option(None, "--top", min=0, help=f"Show the N slowest nodes (table default "
                                                               f"{DEFAULT_TOP}, yaml/json all; 0 = all)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the report here (atomically)."),
+    cache_aware: bool = typer.Option(False, "--cache-aware/--no-cache-aware",
+                                     help="Also compute the cache-aware fidelity: finite on-chip memory, tiling "
+                                          "and fusion (PuLP ILPs; implied by --capacity and --cache-bound)."),
+    cache_bound: str = typer.Option("ilp", "--cache-bound", help="Cache-aware Q(S): ilp (tiling ILP optimum, "
+                                                                 "default) or floor (provable floor)."),
+    capacity: str | None = typer.Option(None, "--capacity", help="On-chip bytes for --cache-aware (50MiB); "
+                                                                 "default: the spec's on-chip levels summed."),
 ) -> None:
     """Speed-of-light bounds of a graph on one or more chips: unfused and fused, per node, with headroom
-    (--measured) and the inverse roofline (--target-latency / --target-rate). Times are lower bounds."""
+    (--measured) and the inverse roofline (--target-latency / --target-rate); cache-aware (finite on-chip
+    memory, tiling and fusion: --cache-aware, --capacity, --cache-bound). Times are lower bounds."""
     if fmt not in FORMATS:
         raise BoundError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     chips = [h.strip() for h in hw.split(",") if h.strip()]
@@ -51,7 +59,9 @@ def bound_command(
         raise BoundError("--hw: give a chip name, alias or spec path")
     g = resolve_graph(graph)
     reports = bound_many(g, chips, measured=measured, target_latency=target_latency, target_rate=target_rate,
-                         allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype)
+                         allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype,
+                         cache_aware=cache_aware or cache_bound != "ilp" or capacity is not None,
+                         cache_bound=cache_bound, capacity=capacity)
     seen: set[str] = set()
     for r in reports:
         for line in warnings(r):

@@ -91,6 +91,22 @@ def _inverse(inv: Inverse | None) -> dict[str, Any] | None:
     }
 
 
+def _cache(r: Report) -> dict[str, Any] | None:
+    c = r.cache
+    if c is None:
+        return None
+    return {
+        "capacity": None if c.capacity == float("inf") else c.capacity,
+        "capacity_source": c.capacity_source,
+        "bound": c.bound,
+        "vs_unfused": c.vs_unfused,
+        "raised_to_fused": c.raised_to_fused,
+        "groups": [{"nodes": list(gr.nodes), "kind": gr.kind, "traffic": gr.traffic, "floor": gr.floor,
+                    "avoided": gr.avoided, "compute_s": gr.compute, "time_s": gr.time, "detail": gr.detail}
+                   for gr in c.groups],
+    }
+
+
 def report_dict(r: Report, top: int | None = None) -> dict[str, Any]:
     """One report as a mapping of the schema's ``report`` definition (``top`` nodes, all when None)."""
     shown = r.top(top)
@@ -114,6 +130,7 @@ def report_dict(r: Report, top: int | None = None) -> dict[str, Any]:
         "nodes_shown": len(shown),
         "nodes": [_node(n) for n in shown],
         "inverse": _inverse(r.inverse),
+        "cache_aware": _cache(r),
     }
 
 

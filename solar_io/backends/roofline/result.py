@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from solar_io.backends.tiling.partition import CacheAware
+
     from .inverse import Inverse
 
 UNITS = ("matrix", "vector", "special")
@@ -151,6 +153,7 @@ class Report:
     notes: tuple[str, ...]
     measured: float | None = None
     inverse: Inverse | None = None  # when a target latency or rate was given
+    cache: CacheAware | None = None  # details of the cache-aware fidelity when it was computed
 
     @property
     def fidelities(self) -> tuple[Fidelity, Fidelity, Fidelity]:

@@ -72,6 +72,21 @@ def _nodes_table(r: Report, top: int) -> Table:
     return t
 
 
+def _groups_table(r: Report, top: int) -> Table:
+    c = r.cache
+    assert c is not None
+    shown = sorted(c.groups, key=lambda gr: -gr.time)[:top]
+    t = Table(title=f"Cache-aware groups: top {len(shown)} of {len(c.groups)} by time", title_justify="left")
+    for col in ("nodes", "kind", "Q(S)", "floor", "avoided", "compute", "SOL", "tiling"):
+        t.add_column(col, justify="right" if col in ("Q(S)", "floor", "avoided", "compute", "SOL") else "left")
+    for gr in shown:
+        names = gr.nodes[0] if len(gr.nodes) == 1 else f"{gr.nodes[0]} .. {gr.nodes[-1]} ({len(gr.nodes)})"
+        t.add_row(names, gr.kind, format_si(gr.traffic, "B"), format_si(gr.floor, "B"), format_si(gr.avoided, "B"),
+                  format_time(gr.compute),
+                  format_time(gr.time), gr.detail)
+    return t
+
+
 def _inverse_table(f: InverseFidelity, target: float) -> Table:
     verdict = "feasible" if f.feasible else "NOT feasible"
     t = Table(title=f"Inverse roofline, {f.fidelity}: target {format_time(target)}, chip SOL "
@@ -119,6 +134,9 @@ def report_renderables(r: Report, top: int = DEFAULT_TOP) -> list[RenderableType
                       + (f"; measured {format_time(r.measured)}" if r.measured is not None else "")))
     if r.unfused.headroom is not None and r.unfused.headroom < 1.0 <= (r.fused.headroom or 0.0):
         parts.append(Text("the measured time beats the unfused bound: the implementation must fuse nodes"))
+    if r.cache is not None:
+        parts.append(Text("cache-aware: " + r.cache_aware.note))
+        parts.append(_groups_table(r, top))
     parts += [_resources_table(r), _nodes_table(r, top)]
     if r.inverse is not None:
         inv = r.inverse

@@ -1,0 +1,20 @@
+"""The tiling backend: cache-aware SOL with finite on-chip memory (PuLP + CBC).
+
+:mod:`.einsum` (one einsum as a tiling problem), :mod:`.ilp` (its minimum traffic Q(S) as an
+integer program), :mod:`.floors` (provable lower bounds), :mod:`.curve` (the Q(S) ski-slope),
+:mod:`.fusion` (fused chains), :mod:`.partition` (fusion partition and the cache-aware SOL),
+:mod:`.sol` (the ``cache-aware`` fidelity of ``solar-io bound``), :mod:`.cli` (``solar-io tiling``).
+"""
+
+import warnings
+
+# PuLP 3.x announces API changes of PuLP 4 (pyproject pins pulp < 4); they are not the user's concern.
+warnings.filterwarnings("ignore", message=r".*PuLP 4\.0.*", category=DeprecationWarning)
+
+from .einsum import Einsum, einsum_of  # noqa: E402
+from .floors import Floor, floor  # noqa: E402
+from .ilp import STATS, Tiling, clear_cache, solve  # noqa: E402
+from .partition import CacheAware, GroupResult, cache_aware, capacity_of  # noqa: E402
+
+__all__ = ["STATS", "CacheAware", "Einsum", "Floor", "GroupResult", "Tiling", "cache_aware", "capacity_of",
+           "clear_cache", "einsum_of", "floor", "solve"]

@@ -1,0 +1,98 @@
+"""``solar-io tiling GRAPH --node NAME --hw CHIP [--capacity B] [--plot curve.png]``.
+
+Prints the best tiling of one einsum at the chip's on-chip capacity (or ``--capacity``), the
+provable floors there, and the Q(S) curve. Registered by ``solar_io.cli`` as
+``app.command("tiling")(tiling_command)``; user errors raise :class:`SolarIOError` (one line, exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import typer
+
+from solar_io.backends.roofline.bounds import resolve_graph, resolve_hardware
+from solar_io.backends.roofline.model import BoundError
+from solar_io.backends.roofline.units import format_si
+
+from .curve import capacities, curve, plot
+from .einsum import einsum_of
+from .floors import floor
+from .ilp import solve
+from .partition import capacity_of
+from .sol import parse_bytes
+
+
+def tiling_command(
+    graph: Path = typer.Argument(..., metavar="GRAPH", help="An einsum-graph file."),
+    node: str = typer.Option(..., "--node", help="The einsum node to tile."),
+    hw: str | None = typer.Option(None, "--hw", help="Chip name, alias or spec path (its on-chip capacity)."),
+    capacity: str | None = typer.Option(None, "--capacity", help="On-chip bytes (50MiB, 4e6); default: the "
+                                                                 "spec's on-chip levels summed."),
+    points: int = typer.Option(16, "--points", min=2, max=64, help="Capacities on the Q(S) curve."),
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write the Q(S) curve as an image (needs "
+                                                               "matplotlib, the 'plot' extra)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """Minimum DRAM traffic of one einsum with finite on-chip memory: the best tiling (tile sizes, loop
+    order, stationary tensors) from an integer program, the provable floors, and the Q(S) curve."""
+    g = resolve_graph(graph)
+    n = g.node_map.get(node)
+    if n is None:
+        raise BoundError(f"{graph}: no node {node!r}")
+    e = einsum_of(g, n)
+    if e is None:
+        raise BoundError(f"{graph}: node {node!r} ({n.kind}) cannot be tiled: only einsums with affine indices")
+    cap_bytes = parse_bytes(capacity)
+    if hw is None and cap_bytes is None:
+        raise BoundError("give --hw (its on-chip capacity) or --capacity")
+    if cap_bytes is not None:
+        cap, source = cap_bytes, "--capacity"
+    else:
+        cap, source = capacity_of(resolve_hardware(hw), None)  # type: ignore[arg-type]
+    if math.isinf(cap):
+        cap = max(capacities(e, 2))
+        source += "; the whole working set used"
+    t = solve(e, cap)
+    fl = floor(e, cap)
+    pts = curve(e, sorted(set(capacities(e, points)) | {cap}))
+    if plot_path is not None:
+        try:
+            plot(e, pts, str(plot_path))
+        except RuntimeError as err:
+            raise BoundError(str(err)) from None
+    doc = {
+        "node": node, "capacity": cap, "capacity_source": source,
+        "traffic": t.traffic, "tiles": dict(t.tiles), "order": list(t.order), "stationary": list(t.stationary),
+        "per_operand": dict(t.per_operand), "working_set": t.working_set,
+        "floor": {"compulsory": fl.compulsory, "matmul": fl.matmul, "hbl": fl.hbl, "value": fl.value,
+                  "binding": fl.binding},
+        "curve": [{"capacity": p.capacity, "traffic": p.traffic, "floor": p.floor.value} for p in pts],
+    }
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    typer.echo(f"{node}: space {' '.join(f'{r}={s}' for r, s in zip(e.space, e.sizes, strict=True))}; "
+               f"S = {format_si(cap, 'B')} ({source})")
+    if t.traffic is None:
+        typer.echo("  no tiling fits: S is below the smallest working set (every tile 1)")
+    else:
+        typer.echo(f"  Q(S) = {format_si(t.traffic, 'B')} (tiling ILP optimum); working set "
+                   f"{format_si(t.working_set, 'B')}")
+        typer.echo("  tiles: " + " ".join(f"{r}={v}" for r, v in t.tiles) + "; loop order (outer first): "
+                   + (", ".join(t.order) or "one tile") + "; stationary: " + (", ".join(t.stationary) or "-"))
+        typer.echo("  per operand: " + ", ".join(f"{k} {format_si(v, 'B')}" for k, v in t.per_operand))
+    typer.echo(f"  floor: {format_si(fl.value, 'B')} ({fl.binding}; compulsory {format_si(fl.compulsory, 'B')}"
+               + (f", matmul {format_si(fl.matmul, 'B')}" if fl.matmul is not None else "")
+               + (f", HBL {format_si(fl.hbl, 'B')}" if fl.hbl is not None else "") + ")")
+    typer.echo(f"  {'S':>12} {'Q(S) ILP':>12} {'floor':>12}")
+    for p in pts:
+        typer.echo(f"  {format_si(p.capacity, 'B'):>12} {format_si(p.traffic, 'B'):>12} "
+                   f"{format_si(p.floor.value, 'B'):>12}")
+    if plot_path is not None:
+        typer.echo(f"  curve written to {plot_path}")
+
+
+__all__ = ["tiling_command"]
