@@ -19,6 +19,7 @@ from .codec import decode
 from .errors import GraphError, Issue, SolarIOError
 from .exporters.cli import export_app, import_app
 from .files import check_text, dumps, load
+from .frontends.cli import capture_command
 from .graph import FORMAT_VERSION
 from .hardware.cli import app as hardware_app
 from .metrics import graph_metrics
@@ -34,6 +35,7 @@ app.command("bound")(bound_command)
 app.add_typer(hardware_app, name="hw", help="Hardware specs: list, show, and probe the local CPU.")
 app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
+app.command("capture")(capture_command)
 app.command("tiling")(tiling_command)
 
 

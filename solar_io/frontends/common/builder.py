@@ -70,6 +70,7 @@ class GraphBuilder:
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     _node_names: set[str] = field(default_factory=set)
+    output_names: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------ ranks
     def rank(self, hint: str, size: int, avoid: Iterable[str] = ()) -> str:
@@ -109,17 +110,20 @@ class GraphBuilder:
         return tuple(out)
 
     def new_ranks(self, hints: Sequence[str], shape: Sequence[int], avoid: Iterable[str] = ()) -> tuple[str, ...]:
-        """Distinct ranks for ``shape``, one per hint (a hint may be an existing rank to reuse)."""
+        """Distinct ranks for ``shape``, one per hint.
+
+        A hint is a rank name to reuse when its size fits, or ``"F*"``: any rank of family
+        ``F`` (chosen after the exact names are claimed, so ``["D*", "D"]`` gives ``D2, D``).
+        """
         taken = set(avoid)
         out: list[str | None] = [None] * len(shape)
-        # Hints that name an existing rank of the right size are honoured first.
         for i, (h, s) in enumerate(zip(hints, shape, strict=True)):
-            if self.sizes.get(h) == s and h not in taken:
+            if not h.endswith("*") and self.sizes.get(h) == s and h not in taken:
                 out[i] = h
                 taken.add(h)
         for i, (h, s) in enumerate(zip(hints, shape, strict=True)):
             if out[i] is None:
-                out[i] = self.rank(h, s, taken)
+                out[i] = self.rank(h.rstrip("*"), s, taken)
                 taken.add(out[i])
         return tuple(out)  # type: ignore[arg-type]
 
@@ -165,14 +169,29 @@ class GraphBuilder:
         """Choose the ranks of an unbound source tensor (no-op if bound); returns its ranks.
 
         Each hint is a rank name (reused when its size fits) or None for the tensor's default
-        hint for that dim (from ``source(hints=...)``, else ``A``).
+        hint for that dim (from ``source(hints=...)``, else ``guess``).
         """
         t = self.tensors[tensor]
         if t.ranks is None:
-            defaults = list(t.hints) + ["A"] * (len(t.shape) - len(t.hints))
+            defaults = list(t.hints) + [None] * (len(t.shape) - len(t.hints))
             chosen = [h if h is not None else defaults[i] for i, h in enumerate(hints)]
-            t.ranks = self.new_ranks(chosen, t.shape)
+            t.ranks = self.new_ranks(self.guess(chosen, t.shape), t.shape)
         return t.ranks
+
+    def guess(self, hints: Sequence[str | None], shape: Sequence[int]) -> list[str]:
+        """``hints`` with each None replaced by the one declared rank of that size (if exactly
+        one, not a size-1 ``U`` rank, and not already hinted), else the generic family ``A``."""
+        by_size: dict[int, list[str]] = {}
+        for r, s in self.sizes.items():
+            if family(r) != "U":
+                by_size.setdefault(s, []).append(r)
+        out: list[str] = []
+        for h, s in zip(hints, shape, strict=True):
+            if h is None:
+                cands = [r for r in by_size.get(s, []) if r not in hints and r not in out]
+                h = cands[0] if len(cands) == 1 and s != 1 else ("U" if s == 1 else "A*")
+            out.append(h)
+        return out
 
     def shape(self, tensor: str) -> tuple[int, ...]:
         return self.tensors[tensor].shape
@@ -251,6 +270,7 @@ class GraphBuilder:
             outs.append(o)
         for o in outs:
             self.tensors[o].role = "output"
+        self.output_names = outs
         nodes = _live(self.nodes, set(outs))
         read = {a.tensor for n in nodes for a in n.inputs} | {a.tensor for n in nodes for a in n.outputs}
         tensors = []

@@ -55,6 +55,19 @@ def find_rule(target: Any) -> RuleFn | None:
     return RULES.get(full) or RULES.get(packet)
 
 
+def buffer_update_rule(node: Any) -> RuleFn | None:
+    """The functional rule for an in-place op on a graph input (``num_batches_tracked.add_(1)``).
+
+    Export keeps such buffer updates in place; lowering them functionally and rebinding the
+    input to the result is exact. In-place ops on anything else (views) are left to
+    decomposition, which functionalises them.
+    """
+    packet, _ = op_name(node.target)
+    if not packet.endswith("_") or not node.args or getattr(node.args[0], "op", None) != "placeholder":
+        return None
+    return RULES.get(packet[:-1])
+
+
 def ruled_ops() -> set[str]:
     """Names of every op (packet or overload) that has a rule."""
     _load_rules()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..lower import Args, LowerCtx, T
+from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
 
 _UNARY = {
@@ -52,10 +52,6 @@ def binary(ctx: LowerCtx, a: Args) -> T:
     if m in ("and", "or") and ctx.out_dtype() != "bool":
         raise NoLowering("bitwise op on integers")
     return ctx.ew(m, a.self, a.other, dtype=ctx.out_dtype())
-
-
-def _tensor_or_value(ctx: LowerCtx, x: T | float) -> T | float:
-    return x
 
 
 @rule("aten.add", "aten.sub")
@@ -221,17 +217,6 @@ def mish(ctx: LowerCtx, a: Args) -> T:
     sp = _softplus(ctx, a.self, 1.0, 20.0, ctx.dtype(a.self), suffix="softplus")
     t = ctx.ew("tanh", sp, suffix="tanh")
     return ctx.ew("mul", a.self, t, dtype=ctx.out_dtype())
-
-
-@rule("aten.softsign")
-def softsign(ctx: LowerCtx, a: Args) -> T:
-    d = ctx.ew("add", ctx.ew("abs", a.self, suffix="abs"), 1.0, suffix="den")
-    return ctx.ew("div", a.self, d, dtype=ctx.out_dtype())
-
-
-@rule("aten.tanhshrink")
-def tanhshrink(ctx: LowerCtx, a: Args) -> T:
-    return ctx.ew("sub", a.self, ctx.ew("tanh", a.self, suffix="tanh"), dtype=ctx.out_dtype())
 
 
 @rule("aten.threshold")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ...common.builder import access, family
-from ..lower import Args, LowerCtx, T
+from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
 
 
@@ -21,7 +21,7 @@ def _bind_operand(ctx: LowerCtx, x: T, k_pos: int, k_rank: str) -> None:
         hints[k_pos % len(t.shape)] = k_rank
         for i in range(len(t.shape)):
             if hints[i] is None:
-                hints[i] = family(k_rank)
+                hints[i] = family(k_rank) + "*"
         ctx.b.bind(x.name, hints)
 
 
@@ -80,7 +80,7 @@ def mm(ctx: LowerCtx, a: Args) -> T:
 def linear(ctx: LowerCtx, a: Args) -> T:
     x, w = a.input, a.weight
     xr = ctx.ranks(x)
-    ctx.b.bind(w.name, [family(xr[-1]), xr[-1]])
+    ctx.b.bind(w.name, [family(xr[-1]) + "*", xr[-1]])
     if a.bias is None:
         return matmul_t(ctx, x, w, None)
     y = matmul_t(ctx, x, w, "mm")
@@ -103,10 +103,8 @@ def matmul_t(ctx: LowerCtx, x: T, w: T, suffix: str | None) -> T:
     return out
 
 
-@rule("aten.addmm", "aten.baddbmm", "aten.addbmm")
+@rule("aten.addmm", "aten.baddbmm")
 def addmm(ctx: LowerCtx, a: Args) -> T:
-    if ctx.op == "aten.addbmm":
-        raise NoLowering("addbmm")
     prod_ = matmul(ctx, a.mat1 if a.mat1 is not None else a.batch1, a.mat2 if a.mat2 is not None else a.batch2,
                    "mm")
     prod_ = _scaled(ctx, prod_, float(a.alpha), "alpha")

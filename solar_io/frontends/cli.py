@@ -1,0 +1,147 @@
+"""``solar-io capture``: run a model file through its frontend and write the einsum graph.
+
+Mounted by ``solar_io.cli`` as ``app.command("capture")(capture_command)``. The frontend is
+picked from the file's imports (``import torch`` -> torch, ``solar_io.frontends.loopir`` ->
+loopir, ``jax``/``flax`` -> jax) unless ``--frontend`` forces one; each frontend package
+exposes ``capture_file(path, *, validate, strict, **options) -> Graph``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import typer
+
+from ..errors import SolarIOError
+from ..files import dump, dumps
+from ..graph import Graph
+from .common.errors import CaptureError, ValidationFailed
+
+FRONTENDS = ("torch", "loopir", "jax")
+_IMPORTS = [
+    ("loopir", re.compile(r"^\s*(from|import)\s+solar_io\.frontends\.loopir\b", re.M)),
+    ("jax", re.compile(r"^\s*(from|import)\s+(jax|flax)\b", re.M)),
+    ("torch", re.compile(r"^\s*(from|import)\s+torch\b", re.M)),
+]
+
+
+def detect_frontend(path: Path) -> str:
+    """The frontend a source file needs, from its imports."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
+    for name, pat in _IMPORTS:
+        if pat.search(text):
+            return name
+    raise CaptureError(f"{path}: cannot tell the frontend from its imports (no torch, jax or loopir import); "
+                       "give --frontend")
+
+
+def frontend_module(name: str):  # noqa: ANN201
+    """The frontend package ``solar_io.frontends.<name>`` (CaptureError if unavailable)."""
+    if name not in FRONTENDS:
+        raise CaptureError(f"unknown frontend {name!r}; choose one of {', '.join(FRONTENDS)}")
+    try:
+        mod = importlib.import_module(f"solar_io.frontends.{name}")
+    except ImportError as e:
+        raise CaptureError(f"frontend {name} is not available: {e} (install solar-io[{name}])") from None
+    if not hasattr(mod, "capture_file"):
+        raise CaptureError(f"frontend {name} is not available yet")
+    return mod
+
+
+def _parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(i?B)?\s*", text, re.I)
+    if not m:
+        raise CaptureError(f"bad --validate-budget {text!r}: expected e.g. 2GiB, 512MiB")
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
+    return int(float(m.group(1)) * scale)
+
+
+def _opaque_report(g: Graph, name: str) -> None:
+    ops = [n for n in g.nodes if n.kind == "opaque"]
+    if ops:
+        typer.echo(f"{name}: {len(ops)} opaque node(s), compute unknown:", err=True)
+        for n in ops:
+            typer.echo(f"  {n.name} ({n.op}): {n.reason}", err=True)
+
+
+def capture_command(
+    source: Path = typer.Argument(..., help="A model file (or a folder of them) to capture. "
+                                  "WARNING: this runs the code in the file."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the graph here (a folder for a "
+                                       "folder input); default: stdout."),
+    frontend: str | None = typer.Option(None, "--frontend", help="Force a frontend: torch, loopir, jax."),
+    entry: str | None = typer.Option(None, "--entry", help="module_or_file:callable — a module class, a "
+                                     "factory returning a module, or a function used as forward."),
+    inputs: list[str] = typer.Option([], "--input", help="Input shape spec NAME=DTYPE[D1,D2,...], "
+                                      "repeatable, instead of get_inputs()."),
+    dtype: str | None = typer.Option(None, "--dtype", help="Cast the model and floating inputs: bf16, fp16, "
+                                     "fp32."),
+    strict: bool = typer.Option(False, "--strict", help="Fail on any op with no lowering rule."),
+    no_validate: bool = typer.Option(False, "--no-validate", help="Skip the numeric check against the "
+                                     "source program."),
+    validate_budget: str = typer.Option("2GiB", "--validate-budget", help="Validate only if inputs, "
+                                        "weights and activations fit in this much memory."),
+    allow_invalid: bool = typer.Option(False, "--allow-invalid", help="Write the graph even if validation "
+                                       "fails."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights and inputs used to validate."),
+    eval_mode: bool = typer.Option(False, "--eval", help="Capture the model in eval mode (batch norm with "
+                                   "running statistics); default: as built, like the benchmark convention."),
+) -> None:
+    """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
+    budget = _parse_size(validate_budget)
+    options = dict(validate=not no_validate, strict=strict, entry=entry, inputs=list(inputs) or None,
+                   dtype=dtype, seed=seed, validate_budget=budget, eval_mode=eval_mode)
+    if source.is_dir():
+        _capture_dir(source, output, frontend, options, allow_invalid)
+        return
+    if not source.exists() and not entry:
+        raise CaptureError(f"{source}: no such file")
+    if entry and not source.exists() and frontend is None:
+        frontend = "torch"  # --entry names an importable module: nothing to read imports from
+    g = _capture_one(source, frontend, options)
+    if g.validation.status == "failed" and not allow_invalid:
+        raise ValidationFailed(f"{source.name}: validation failed: {g.validation.reason} "
+                               "(graph not written; --allow-invalid writes it anyway)")
+    _opaque_report(g, source.name)
+    if output is None:
+        sys.stdout.write(dumps(g))
+    else:
+        try:
+            dump(g, output)
+        except OSError as e:
+            raise CaptureError(f"{output}: cannot write: {e.strerror or e}") from None
+        typer.echo(f"{source.name}: {len(g.nodes)} nodes, validation {g.validation.status}, written to {output}",
+                   err=True)
+
+
+def _capture_one(path: Path, frontend: str | None, options: dict) -> Graph:
+    name = frontend or detect_frontend(path)
+    mod = frontend_module(name)
+    try:
+        return mod.capture_file(path, **options)
+    except SolarIOError:
+        raise
+    except Exception as e:
+        raise CaptureError(f"{path.name}: capture failed: {type(e).__name__}: {str(e)[:300]}") from e
+
+
+def _capture_dir(folder: Path, output: Path | None, frontend: str | None, options: dict,
+                 allow_invalid: bool) -> None:
+    from .common.folder import capture_folder, summary_table
+
+    if output is None:
+        raise CaptureError("capturing a folder needs -o OUTDIR")
+    files = sorted(p for p in folder.iterdir() if p.suffix == ".py" and not p.name.startswith("_"))
+    if not files:
+        raise CaptureError(f"{folder}: no .py files")
+    results = capture_folder(files, output, lambda p: _capture_one(p, frontend, options),
+                             allow_invalid=allow_invalid, show_progress=sys.stderr.isatty())
+    typer.echo(summary_table(results), err=True)
+    if any(r.status != "captured" for r in results):
+        raise typer.Exit(1)

@@ -1,0 +1,153 @@
+"""The capture pipeline: load -> export on meta tensors -> lower -> build -> validate.
+
+``torch.export`` traces the model on ``meta`` tensors (no weight memory), keeping high-level
+ops (``linear``, ``layer_norm``, ``scaled_dot_product_attention``, ``lstm``, ...). If some
+op has no lowering rule, the program is decomposed once with the core-ATen decomposition
+table *minus every op that has a rule*, so ops we lower stay whole and the rest become ops
+we can lower; what still has no rule becomes an opaque node.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ... import __version__
+from ...graph import Graph, Producer, Validation
+from ..common.errors import CaptureError, NoRuleError
+from ..common.validation import skipped
+from .loader import Source, load_source
+from .lower import Lowered, lower
+from .registry import _load_rules, buffer_update_rule, find_rule
+
+DEFAULT_BUDGET = 2 << 30
+
+
+@dataclass
+class Capture:
+    """A capture in progress: the source, its exported program and the lowered graph."""
+
+    source: Source
+    program: Any
+    lowered: Lowered
+    graph: Graph
+    outputs: list[str]
+
+
+def export(source: Source) -> Any:
+    """The ExportedProgram of a fresh meta-device instance of the model."""
+    model = source.model("meta")
+    args = source.inputs("meta")
+    try:
+        with warnings.catch_warnings(), _quiet_torch_logs():
+            warnings.simplefilter("ignore")
+            with torch.device("meta"):  # tensors the forward creates live on meta too
+                ep = torch.export.export(model, tuple(args), strict=False)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise CaptureError(f"{source.name}: torch.export failed: {type(e).__name__}: {first[:300]}") from e
+    _load_rules()
+    missing = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
+               and find_rule(n.target) is None and buffer_update_rule(n) is None]
+    return decompose(ep) if missing else ep
+
+
+@contextmanager
+def _quiet_torch_logs() -> Iterator[None]:
+    """Silence what torch prints while tracing (log records, graph dumps on export failures):
+    the capture reports a failure in one line. Redirects file descriptors 1 and 2 to /dev/null."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = []
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            saved.append((fd, os.dup(fd)))
+            os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:  # no real descriptors (embedded interpreters): keep the streams
+        pass
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        for fd, dup in saved:
+            os.dup2(dup, fd)
+            os.close(dup)
+        logger.setLevel(level)
+
+
+def decompose(ep: Any, also: frozenset = frozenset()) -> Any:
+    """``ep`` decomposed with the core-ATen table, except ops that have a rule (unless in ``also``)."""
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if find_rule(op) is not None and op not in also:
+            table.pop(op)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ep.run_decompositions(table)
+    except Exception:  # keep the undecomposed program: its unruled ops become opaque
+        return ep
+
+
+def capture_source(source: Source, *, validate: bool = True, strict: bool = False, seed: int = 0,
+                   validate_budget: int = DEFAULT_BUDGET) -> Capture:
+    """Capture ``source`` into a Graph with its validation record."""
+    ep = export(source)
+    lowered = lower(ep, source.name)
+    retry = frozenset(t for t in lowered.opaque_targets if t in torch.export.default_decompositions())
+    if retry:  # a rule declined these ops (NoLowering): lower their decompositions instead
+        ep = decompose(ep, retry)
+        lowered = lower(ep, source.name)
+    if strict and lowered.opaque:
+        node, op, reason = lowered.opaque[0]
+        raise NoRuleError(f"{source.name}: op {op} (node {node}): {reason} (--strict)")
+    producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
+    b = lowered.builder
+    graph = b.build(lowered.outputs, name=Path(source.name).stem, producer=producer)
+    outputs = b.output_names
+    cap = Capture(source, ep, lowered, graph, outputs)
+    if not validate:
+        record = skipped("not requested (--no-validate)")
+    else:
+        from .check import validate_capture
+
+        record = validate_capture(cap, seed=seed, budget=validate_budget)
+    cap.graph = _with_validation(graph, record)
+    return cap
+
+
+def _with_validation(g: Graph, v: Validation) -> Graph:
+    return Graph(g.ranks, g.tensors, g.nodes, g.producer, v, g.name, g.version)
+
+
+def capture_file(path: Path, *, validate: bool = True, strict: bool = False, entry: str | None = None,
+                 inputs: list[str] | None = None, dtype: str | None = None, seed: int = 0,
+                 validate_budget: int = DEFAULT_BUDGET, eval_mode: bool = False, **_: Any) -> Graph:
+    """Capture the model in ``path`` (benchmark convention, or ``entry``) into a validated Graph.
+
+    ``eval_mode`` puts the model in eval mode (batch norm uses running statistics); by default
+    it runs as the benchmark convention does. Runs the user's code. Raises CaptureError (one
+    line) for anything the user can fix.
+    """
+    source = load_source(Path(path), entry=entry, inputs=inputs, dtype=dtype, eval_mode=eval_mode)
+    return capture_source(source, validate=validate, strict=strict, seed=seed,
+                          validate_budget=validate_budget).graph

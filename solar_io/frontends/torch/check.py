@@ -1,0 +1,235 @@
+"""Whole-graph validation: the model run eagerly on CPU vs the graph on the reference executor.
+
+A fresh model is built on the CPU with a fixed seed, run on seeded inputs; the graph is
+executed on the same weights and inputs (opaque nodes run the original ATen op), and the
+outputs are compared with dtype-aware tolerances. On a failure the exported program is
+re-run node by node (``torch.fx.Interpreter``) to name the first op whose tensor diverges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ...executor import execute
+from ...graph import Validation
+from ..common.validation import compare, graph_bytes, skipped, tolerance
+
+if TYPE_CHECKING:
+    from .capture import Capture
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.dtype in (torch.bfloat16, torch.float16) or str(t.dtype).startswith("torch.float8"):
+        t = t.float()
+    return t.cpu().numpy()
+
+
+@contextmanager
+def no_dropout() -> Iterator[None]:
+    """Run eager code with dropout as the identity, as the capture lowers it.
+
+    Patches the dropout functions of ``torch`` and ``torch.nn.functional`` (which nn modules
+    and ``multi_head_attention_forward`` look up at call time) and forces ``dropout_p=0`` in
+    ``scaled_dot_product_attention``; restores them afterwards.
+    """
+    F = torch.nn.functional
+    sdpa = F.scaled_dot_product_attention
+
+    def identity(x: Any, *args: Any, **kwargs: Any) -> Any:
+        return x
+
+    def sdpa_no_dropout(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > 4:
+            args = args[:4] + (0.0,) + args[5:]
+        else:
+            kwargs["dropout_p"] = 0.0
+        return sdpa(*args, **kwargs)
+
+    patches = [(F, n, identity) for n in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                          "feature_alpha_dropout")]
+    patches += [(torch, n, identity) for n in ("dropout", "alpha_dropout", "feature_dropout",
+                                               "feature_alpha_dropout")]
+    patches.append((F, "scaled_dot_product_attention", sdpa_no_dropout))
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
+    try:
+        for mod, name, fn in patches:
+            setattr(mod, name, fn)
+        yield
+    finally:
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
+
+
+RANDOM_OPS = frozenset({
+    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_", "uniform",
+    "uniform_", "bernoulli", "bernoulli_", "multinomial", "randperm", "exponential_", "random_", "cauchy_",
+    "log_normal_", "geometric_", "poisson"})
+
+
+class RandomRecorder(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records, in call order, what the random ops of an eager run returned, so the graph's
+    (opaque) random nodes can replay the same values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[torch.Tensor] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if func._schema.name.split("::")[-1] in RANDOM_OPS and isinstance(out, torch.Tensor):
+            self.values.append(out.detach().clone())
+        return out
+
+
+def _replay_random(cap: Capture, recorded: list[torch.Tensor]) -> None:
+    """Make the graph's random opaque nodes return the recorded eager values, in order."""
+    queue = list(recorded)
+    for node in cap.graph.nodes:
+        if node.kind != "opaque" or node.op.split(".")[-1] not in RANDOM_OPS or len(node.outputs) != 1:
+            continue
+        shape = cap.graph.shape(node.outputs[0].tensor)
+        for i, v in enumerate(queue):
+            if tuple(v.shape) == shape:
+                value = to_numpy(queue.pop(i))
+                cap.lowered.opaque_fns[node.name] = lambda *_, value=value: value
+                break
+
+
+def _flat_tensors(out: Any) -> list[torch.Tensor]:
+    leaves, _ = torch.utils._pytree.tree_flatten(out)
+    return [x for x in leaves if isinstance(x, torch.Tensor)]
+
+
+def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> Validation:
+    """The validation record of ``cap`` (see the module docstring)."""
+    g = cap.graph
+    need = graph_bytes(g) * 2
+    if need > budget:
+        return skipped(f"needs {need / 2**30:.1f} GiB (--validate-budget {budget / 2**30:.1f} GiB)")
+    reference = f"torch {torch.__version__} cpu eager"
+    try:
+        torch.manual_seed(seed)
+        model = cap.source.model("cpu")
+        torch.manual_seed(seed + 1)
+        inputs = cap.source.inputs("cpu")
+        recorder = RandomRecorder()
+        with torch.no_grad(), no_dropout(), recorder:
+            ref = _flat_tensors(model(*inputs))
+    except Exception as e:
+        return skipped(f"running the model eagerly raised {type(e).__name__}: {str(e)[:200]}")
+    for node in g.nodes:  # opaque nodes may have lost outputs nobody reads
+        impl = cap.lowered.opaque_fns.get(node.name)
+        if impl is not None and hasattr(impl, "keep"):
+            impl.keep = [a.tensor for a in node.outputs]
+    _replay_random(cap, recorder.values)
+    arrays = _sources(cap, model, inputs)
+    if isinstance(arrays, str):
+        return skipped(arrays)
+    if len(cap.outputs) != len(ref):
+        return skipped(f"model returns {len(ref)} tensors, graph has {len(cap.outputs)} outputs")
+    try:
+        with np.errstate(all="ignore"):
+            got = execute(g, arrays, opaque=cap.lowered.opaque_fns)
+    except Exception as e:
+        return Validation("failed", "reference-executor", reference, seed,
+                          reason=f"executing the graph raised {type(e).__name__}: {str(e)[:300]}")
+    want = {name: to_numpy(r) for name, r in zip(cap.outputs, ref, strict=True)}
+    record, bad = compare(g, got, want, reference=reference, seed=seed)
+    if bad:
+        where = first_divergence(cap, arrays, model, inputs)
+        if where is None:
+            where = "the first diverging node could not be located"
+        elif where:
+            where = f"first diverging node: {where}"
+        else:
+            where = ("no node diverges from the traced program: the eager run differs from what torch.export "
+                     "traced (Python side effects, global state or data-dependent control flow)")
+        record = Validation(record.status, record.method, record.reference, record.seed, record.rtol,
+                            record.atol, record.max_abs_error, record.max_rel_error, (), f"{record.reason}; {where}")
+    return record
+
+
+def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[str, np.ndarray] | str:
+    """Arrays for every source tensor of the graph, or why they cannot be had."""
+    state = dict(model.named_parameters())
+    state.update(dict(model.named_buffers()))
+    consts = getattr(cap.program, "constants", {}) or {}
+    arrays: dict[str, np.ndarray] = {}
+    produced = {a.tensor for n in cap.graph.nodes for a in n.outputs}
+    for t in cap.graph.tensors:
+        if t.name in produced or t.value is not None:
+            continue
+        if t.name in cap.lowered.const_data:
+            arrays[t.name] = cap.lowered.const_data[t.name]
+            continue
+        kind, target = cap.lowered.sources.get(t.name, ("?", ""))
+        if kind == "input":
+            x = inputs[int(target)]
+            arrays[t.name] = to_numpy(x)
+        elif target in state:
+            arrays[t.name] = to_numpy(state[target])
+        elif target in consts and isinstance(consts[target], torch.Tensor) and consts[target].device.type != "meta":
+            arrays[t.name] = to_numpy(consts[target])
+        elif isinstance(_attr(model, target), torch.Tensor):  # a plain tensor attribute of the module
+            arrays[t.name] = to_numpy(_attr(model, target))
+        else:
+            return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
+    return arrays
+
+
+def _attr(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.nn.Module,
+                     inputs: list[Any]) -> str | None:
+    """The first fx node whose value differs from the graph tensor it was lowered to; "" when
+    none does (the traced program itself differs from the eager run), None if it cannot tell."""
+    try:
+        with np.errstate(all="ignore"):
+            allv = execute(cap.graph, arrays, opaque=cap.lowered.opaque_fns, outputs="all")
+        placeholders = [n for n in cap.program.graph.nodes if n.op == "placeholder"]
+        by_name = {t: n for n, t in cap.lowered.fx_tensors.items()}
+        env: list[Any] = []
+        for p in placeholders:
+            tname = cap.lowered.fx_tensors.get(p.name)
+            if tname is not None and tname in arrays:
+                env.append(torch.from_numpy(np.ascontiguousarray(arrays[tname])).to(p.meta["val"].dtype))
+            else:
+                env.append(p.meta.get("val"))
+        values: dict[str, Any] = {}
+
+        class Rec(torch.fx.Interpreter):
+            def run_node(self, n: Any) -> Any:
+                r = super().run_node(n)
+                values[n.name] = r
+                return r
+
+        with torch.no_grad():
+            Rec(cap.program.graph_module).run(*env)
+        del by_name
+        for fx_name, tname in cap.lowered.fx_tensors.items():
+            v = values.get(fx_name)
+            if not isinstance(v, torch.Tensor) or tname not in allv:
+                continue
+            a, b = allv[tname].astype(np.float64), to_numpy(v).astype(np.float64)
+            if a.shape != b.shape:
+                return f"{fx_name} (shape {a.shape} vs {b.shape})"
+            rtol, atol = tolerance(cap.graph.tensor_map[tname].dtype)
+            scale = max(1.0, float(np.nanmax(np.abs(b))) if b.size else 1.0)
+            with np.errstate(all="ignore"):
+                if not np.allclose(a, b, rtol=rtol, atol=atol * scale, equal_nan=True):
+                    return f"{fx_name} ({tname}, max abs error {float(np.nanmax(np.abs(a - b))):.3g})"
+    except Exception:
+        return None
+    return ""

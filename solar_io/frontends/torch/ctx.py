@@ -1,0 +1,359 @@
+"""The lowering context: what a rule sees (``LowerCtx``), tensor values (``T``), bound
+arguments (``Args``), and the canonical rank names of reshapes.
+
+``LowerCtx`` offers the patterns most rules are made of: broadcasting elementwise maps,
+reductions, permutes, reshapes, copies and casts, each emitting nodes through the graph
+builder with tensors named after the fx node being lowered.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..common.builder import GraphBuilder, access, family
+from .registry import NoLowering
+
+_DTYPES = {
+    torch.float32: "fp32", torch.float64: "fp64", torch.float16: "fp16", torch.bfloat16: "bf16",
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
+    torch.uint8: "uint8", torch.bool: "bool", torch.float8_e4m3fn: "fp8_e4m3", torch.float8_e5m2: "fp8_e5m2",
+}
+_INPUT_HINTS = {1: ("D",), 2: ("B", "D"), 3: ("B", "S", "D"), 4: ("N", "C", "H", "W"),
+                5: ("N", "C", "T", "H", "W")}
+_INT_HINTS = {1: ("B",), 2: ("B", "S"), 3: ("B", "S", "K")}
+
+
+def file_dtype(dt: torch.dtype) -> str:
+    """The einsum-graph dtype name of a torch dtype."""
+    try:
+        return _DTYPES[dt]
+    except KeyError:
+        raise NoLowering(f"dtype {dt} has no einsum-graph equivalent") from None
+
+
+@dataclass(frozen=True, slots=True)
+class T:
+    """A tensor of the graph being built (by name), as a value of the fx graph."""
+
+    name: str
+
+
+class Args:
+    """An op's arguments bound to its schema names (``a.input``, ``a.dim``, ...), defaults filled."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.__dict__.update(values)
+        self._names = tuple(values)
+
+    def __getattr__(self, name: str) -> Any:  # absent optional arguments read as None
+        return None
+
+    def positional(self) -> list[Any]:
+        return [self.__dict__[n] for n in self._names]
+
+
+@dataclass
+class LowerCtx:
+    """What a rule sees: the builder, the fx node being lowered and node-emitting helpers."""
+
+    b: GraphBuilder
+    source_name: str | None = None
+    node: Any = None  # the torch.fx.Node being lowered
+    op: str = ""
+    noncontig: set[str] = field(default_factory=set)
+    const_data: dict[str, np.ndarray] = field(default_factory=dict)
+    data_cache: dict[Any, T] = field(default_factory=dict)
+    lowered_ops: set[str] = field(default_factory=set)
+    opaque_targets: set[Any] = field(default_factory=set)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def location(self) -> str | None:
+        return location(self.node, self.source_name)
+
+    def ranks(self, x: T) -> tuple[str, ...]:
+        return self.b.ranks(x.name)
+
+    def shape(self, x: T) -> tuple[int, ...]:
+        return self.b.shape(x.name)
+
+    def dtype(self, x: T) -> str:
+        return self.b.dtype(x.name)
+
+    def out_dtype(self, i: int | None = None) -> str:
+        """The dtype torch gives the current node's output (``i``-th of a tuple)."""
+        val = self.node.meta.get("val")
+        if i is not None:
+            val = val[i]
+        return file_dtype(val.dtype)
+
+    def out_shape(self, i: int | None = None) -> tuple[int, ...]:
+        val = self.node.meta.get("val")
+        if i is not None:
+            val = val[i]
+        return tuple(int(s) for s in val.shape)
+
+    def tensor(self, ranks: Sequence[str], dtype: str, suffix: str | None = None) -> T:
+        """A new intermediate named after the current node."""
+        return T(self.b.tensor(self.name if suffix is None else f"{self.name}.{suffix}", ranks, dtype))
+
+    def scalar(self, v: float | bool, dtype: str) -> T:
+        return T(self.b.constant(f"{self.name}.c", float(v), dtype))
+
+    def data(self, arr: np.ndarray, ranks: Sequence[str], dtype: str, suffix: str = "const",
+             key: Any = None) -> T:
+        """A stored constant with known contents (e.g. a causal mask); one tensor per ``key``."""
+        full_key = (key, tuple(ranks), dtype) if key is not None else None
+        if full_key is not None and full_key in self.data_cache:
+            return self.data_cache[full_key]
+        t = T(self.b.tensor(f"{self.name}.{suffix}", ranks, dtype, "constant"))
+        self.const_data[t.name] = arr
+        if full_key is not None:
+            self.data_cache[full_key] = t
+        return t
+
+    # ------------------------------------------------------------------ patterns
+    def ew(self, map: str, *xs: T | float | bool, dtype: str | None = None, suffix: str | None = None,
+           attrs: dict | None = None) -> T:
+        """A broadcasting elementwise einsum (reduce none); scalars become immediate constants."""
+        tensors = [x for x in xs if isinstance(x, T)]
+        shapes = [self.shape(x) for x in tensors]
+        out_shape = tuple(torch.broadcast_shapes(*shapes)) if shapes else ()
+        nd = len(out_shape)
+        if dtype is None:
+            data = [x for x in (xs[1:] if map == "where" else xs) if isinstance(x, T)]
+            dts = [self.dtype(x) for x in data]
+            floats = [d for d in dts if not d.startswith(("int", "uint", "bool"))]
+            dtype = floats[0] if floats else dts[0] if dts else "fp32"
+            if map in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not"):
+                dtype = "bool"
+        picked: list[str] = []
+        for j in range(nd):
+            r = None
+            for x, s in zip(tensors, shapes, strict=True):
+                k = j - (nd - len(s))
+                if k >= 0 and s[k] == out_shape[j]:
+                    r = self.ranks(x)[k]
+                    break
+            picked.append(r if r is not None else self.b.rank("A", out_shape[j]))
+        out_ranks = self.b.distinct(picked)
+        inputs = []
+        for x in xs:
+            if not isinstance(x, T):
+                x = self.scalar(x, _const_dtype(x, [self.dtype(t) for t in tensors]))
+                inputs.append(access(x.name, []))
+                continue
+            s = self.shape(x)
+            off = nd - len(s)
+            inputs.append(access(x.name, [out_ranks[off + k] if s[k] == out_shape[off + k] else 0
+                                          for k in range(len(s))]))
+        out = self.tensor(out_ranks, dtype, suffix)
+        self.b.einsum(out.name, self.op, out_ranks, inputs, access(out.name, out_ranks), map, "none",
+                      attrs=attrs, location=self.location)
+        return out
+
+    def reduce(self, x: T, dims: Sequence[int] | None, keepdim: bool, reduce: str, map: str = "identity",
+               dtype: str | None = None, suffix: str | None = None) -> T:
+        """Reduce ``x`` over ``dims`` (None: all) with ``reduce``; keepdim keeps size-1 dims."""
+        xr = self.ranks(x)
+        nd = len(xr)
+        dset = set(range(nd)) if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0) \
+            else {d % nd for d in ([dims] if isinstance(dims, int) else dims)} if nd else set()
+        out_ranks: list[str] = []
+        extra: list[str] = []
+        for i, r in enumerate(xr):
+            if i not in dset:
+                out_ranks.append(r)
+            elif keepdim:
+                u = self.b.rank("U", 1, set(xr) | set(extra))
+                extra.append(u)
+                out_ranks.append(u)
+        out = self.tensor(out_ranks, dtype or self.dtype(x), suffix)
+        self.b.einsum(out.name, self.op, list(xr) + extra, [access(x.name, xr)], access(out.name, out_ranks),
+                      map, reduce, location=self.location)
+        return out
+
+    def permute(self, x: T, perm: Sequence[int], suffix: str | None = None) -> T:
+        """A lazy (view) permute of ``x``."""
+        xr = self.ranks(x)
+        out_ranks = [xr[p % len(xr)] for p in perm]
+        out = self.tensor(out_ranks, self.dtype(x), suffix)
+        self.b.copy(out.name, self.op, out_ranks, [access(x.name, xr)], access(out.name, out_ranks), view=True,
+                    location=self.location)
+        moved = [p % len(xr) for p in perm if self.shape(x)[p % len(xr)] != 1]
+        if moved != sorted(moved) or x.name in self.noncontig:
+            self.noncontig.add(out.name)
+        return out
+
+    def reshape(self, x: T, shape: Sequence[int], suffix: str | None = None) -> T:
+        """A row-major reshape; a view unless ``x`` is a non-contiguous view (then a copy)."""
+        shape = _resolve_shape(shape, self.b.numel(x.name))
+        xs, xr = self.shape(x), self.ranks(x)
+        if tuple(shape) == xs:
+            return x
+        out_ranks = reshape_ranks(self.b, xr, xs, shape)
+        out = self.tensor(out_ranks, self.dtype(x), suffix)
+        view = x.name not in self.noncontig
+        self.b.reshape(out.name, self.op, x.name, out.name, view=view, location=self.location)
+        return out
+
+    def copy(self, x: T, suffix: str | None = None) -> T:
+        """A materialised copy of ``x`` (clone, contiguous)."""
+        xr = self.ranks(x)
+        out = self.tensor(xr, self.dtype(x), suffix)
+        self.b.copy(out.name, self.op, xr, [access(x.name, xr)], access(out.name, xr), location=self.location)
+        return out
+
+    def cast(self, x: T, dtype: str, suffix: str | None = None) -> T:
+        """``x`` converted to ``dtype`` (an identity einsum), or ``x`` itself if it has it."""
+        if self.dtype(x) == dtype:
+            return x
+        return self.ew("identity", x, dtype=dtype, suffix=suffix)
+
+
+def _const_dtype(x: float | bool, dtypes: list[str]) -> str:
+    """The dtype of an immediate scalar next to tensors of ``dtypes``."""
+    if isinstance(x, bool):
+        return "bool"
+    floats = [d for d in dtypes if not d.startswith(("int", "uint", "bool"))]
+    if floats:
+        return floats[0]
+    if isinstance(x, int) and dtypes and dtypes[0] != "bool":
+        return dtypes[0]
+    return "fp32" if isinstance(x, float) else "int64"
+
+
+def reshape_ranks(b: GraphBuilder, xr: Sequence[str], xs: Sequence[int], shape: Sequence[int]) -> tuple[str, ...]:
+    """Ranks for a reshape of a tensor (ranks ``xr``, shape ``xs``) to ``shape``.
+
+    Input and output dims are aligned into groups of equal product. A dim that keeps its size
+    keeps its rank; a hidden ``D`` split in two reads ``H, E`` (heads, head dim); a merge ending
+    in ``E`` reads ``D``; other new dims keep the family of the dims they come from, and
+    size-1 dims read ``U``.
+    """
+    groups = _align(list(xs), list(shape))
+    out: list[str] = []
+    taken: set[str] = set()
+    plans: list[tuple[list[str], list[int]]] = []
+    for (i0, i1), (j0, j1) in groups:
+        plans.append((list(xr[i0:i1]), list(shape[j0:j1])))
+    # Dims that keep their rank first, so new names avoid them.
+    for ins, outs in plans:
+        if len(ins) == 1 and len(outs) == 1:
+            taken.add(ins[0])
+    for ins, outs in plans:
+        if len(ins) == 1 and len(outs) == 1:
+            out.append(ins[0])
+            continue
+        fams = [family(r) for r in ins if b.sizes[r] != 1] or ["U"]
+        real = [s for s in outs if s != 1]
+        if len(fams) == 1 and fams[0] == "D" and len(real) == 2:
+            hints = iter(["H", "E"])
+        elif len(real) == 1 and fams[-1] == "E":
+            hints = iter(["D"])
+        else:
+            hints = iter([fams[0]] * len(real))
+        for s in outs:
+            r = b.rank("U" if s == 1 else next(hints), s, taken)
+            taken.add(r)
+            out.append(r)
+    return tuple(out)
+
+
+def _align(xs: list[int], ys: list[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Group dims of two shapes with the same number of elements into runs of equal product."""
+    groups = []
+    i = j = 0
+    n, m = len(xs), len(ys)
+    while i < n or j < m:
+        i0, j0 = i, j
+        if i < n and j < m and xs[i] == ys[j]:
+            groups.append(((i, i + 1), (j, j + 1)))
+            i, j = i + 1, j + 1
+            continue
+        if i < n and xs[i] == 1:
+            groups.append(((i, i + 1), (j, j)))
+            i += 1
+            continue
+        if j < m and ys[j] == 1:
+            groups.append(((i, i), (j, j + 1)))
+            j += 1
+            continue
+        pa = xs[i] if i < n else 1
+        pb = ys[j] if j < m else 1
+        i, j = min(i + 1, n), min(j + 1, m)
+        while pa != pb and (i < n or j < m):
+            if pa < pb and i < n:
+                pa *= xs[i]
+                i += 1
+            elif j < m:
+                pb *= ys[j]
+                j += 1
+            else:
+                pa *= xs[i]
+                i += 1
+        if pa != pb:
+            return [((i0, n), (j0, m))] if not groups else groups + [((i0, n), (j0, m))]
+        groups.append(((i0, i), (j0, j)))
+    return groups
+
+
+def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    shape = [int(s) for s in shape]
+    if -1 in shape:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        shape[shape.index(-1)] = numel // known if known else 0
+    return tuple(shape)
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def location(node: Any, source_name: str | None) -> str | None:
+    """``file.py:LINE`` of the innermost frame of the source file in the node's stack trace."""
+    trace = node.meta.get("stack_trace") if node is not None else None
+    if not trace or not source_name:
+        return None
+    found = None
+    for path, line in _FRAME.findall(trace):
+        if os.path.basename(path) == source_name:
+            found = f"{source_name}:{line}"
+    return found
+
+
+def bind_args(node: Any, env: dict[Any, Any]) -> Args:
+    """The node's arguments, fx values replaced by lowered ones, bound to schema names."""
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, torch.fx.Node):
+            return env[v]
+        if isinstance(v, (list, tuple)):
+            return type(v)(conv(x) for x in v)
+        return v
+
+    schema = node.target._schema
+    vals: dict[str, Any] = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(node.args):
+            vals[arg.name] = conv(node.args[i])
+        elif arg.name in node.kwargs:
+            vals[arg.name] = conv(node.kwargs[arg.name])
+        elif arg.has_default_value():
+            vals[arg.name] = arg.default_value
+        else:
+            vals[arg.name] = None
+    return Args(vals)

@@ -1,0 +1,230 @@
+"""Loading a model file: the benchmark convention, ``--entry``, ``--input`` specs and ``--dtype``.
+
+A model file defines ``class Model(nn.Module)``, ``get_inputs()`` and (optionally)
+``get_init_inputs()``; the model is ``Model(*get_init_inputs())`` called as
+``model(*get_inputs())``. ``--entry module_or_file:callable`` names another module class, a
+factory function returning a module, or a plain function used as the forward. This module
+*runs the user's code*: only ``solar-io capture`` calls it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..common.errors import CaptureError, InputSpecError
+
+TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
+                "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8,
+                "bool": torch.bool, "float32": torch.float32, "float16": torch.float16,
+                "bfloat16": torch.bfloat16, "int": torch.int64, "long": torch.int64}
+_SPEC = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)?([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
+
+
+class _FnModule(nn.Module):
+    """A plain function as a module (its forward)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+@dataclass
+class Source:
+    """A loaded model source: how to build the model and its inputs on a device."""
+
+    path: Path
+    name: str
+    sha256: str
+    model_factory: Callable[[], nn.Module]
+    inputs_factory: Callable[[], list[Any]]
+    dtype: torch.dtype | None = None
+    eval_mode: bool = False
+
+    def model(self, device: str) -> nn.Module:
+        """A fresh model instance on ``device`` (meta: no weight memory).
+
+        On meta, a model whose ``__init__`` needs real data is built on the CPU and moved.
+        The model stays in the mode its constructor leaves it in (training, as the benchmark
+        convention runs it: batch norm uses batch statistics) unless ``eval_mode``; dropout
+        modules are always put in eval mode, so the captured computation is deterministic.
+        """
+        try:
+            with torch.device(device):
+                m = self.model_factory()
+        except CaptureError:
+            raise
+        except Exception as e:
+            if device == "cpu":
+                raise CaptureError(f"{self.name}: building the model raised {type(e).__name__}: {e}") from e
+            try:
+                m = self.model_factory().to(device)
+            except Exception as e2:
+                raise CaptureError(f"{self.name}: building the model raised {type(e2).__name__}: {e2}") from e2
+        if not isinstance(m, nn.Module):
+            raise CaptureError(f"{self.name}: the entry point did not give an nn.Module or function")
+        if self.dtype is not None:
+            m = m.to(self.dtype)
+        if self.eval_mode:
+            return m.eval()
+        for sub in m.modules():
+            if isinstance(sub, nn.modules.dropout._DropoutNd):
+                sub.eval()
+        return m
+
+    def inputs(self, device: str) -> list[Any]:
+        """Fresh inputs on ``device`` (floating ones cast to ``dtype`` when given)."""
+        try:
+            with torch.device(device):
+                xs = list(self.inputs_factory())
+        except Exception:
+            try:
+                xs = list(self.inputs_factory())
+            except Exception as e:
+                raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
+        out = []
+        for x in xs:
+            if isinstance(x, torch.Tensor):
+                if x.device.type != device:
+                    x = torch.empty_like(x, device=device) if device == "meta" else x.to(device)
+                if self.dtype is not None and x.is_floating_point():
+                    x = x.to(self.dtype)
+            out.append(x)
+        return out
+
+
+def _import_file(path: Path) -> Any:
+    name = f"solar_io_user_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CaptureError(f"{path.name}: not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:
+        sys.modules.pop(name, None)
+        raise CaptureError(f"{path.name}: importing the model file raised {type(e).__name__}: {e}") from e
+    return mod
+
+
+def parse_input_spec(spec: str) -> tuple[str | None, torch.dtype, list[int]]:
+    """``"x=bf16[8,1024,4096]"`` -> (name, dtype, shape); InputSpecError when malformed."""
+    m = _SPEC.match(spec)
+    if not m:
+        raise InputSpecError(f"bad --input {spec!r}: expected NAME=DTYPE[D1,D2,...], e.g. x=bf16[8,1024,4096]")
+    name, dt, dims = m.groups()
+    if dt not in TORCH_DTYPES:
+        raise InputSpecError(f"bad --input {spec!r}: unknown dtype {dt!r}; use one of fp32, fp16, bf16, fp64, "
+                             "int64, int32, int8, uint8, bool")
+    shape = [int(d) for d in dims.replace(" ", "").split(",") if d]
+    if any(s <= 0 for s in shape):
+        raise InputSpecError(f"bad --input {spec!r}: dimensions must be positive")
+    return name, TORCH_DTYPES[dt], shape
+
+
+def _spec_inputs(specs: list[str]) -> Callable[[], list[Any]]:
+    parsed = [parse_input_spec(s) for s in specs]
+
+    def make() -> list[Any]:
+        out = []
+        for _, dt, shape in parsed:
+            if dt.is_floating_point:
+                out.append(torch.randn(shape, dtype=dt))
+            elif dt == torch.bool:
+                out.append(torch.rand(shape) > 0.5)
+            else:
+                out.append(torch.randint(0, 2, shape, dtype=dt))
+        return out
+
+    return make
+
+
+def load_source(path: Path, *, entry: str | None = None, inputs: list[str] | None = None,
+                dtype: str | None = None, eval_mode: bool = False) -> Source:
+    """Load a model file (or ``--entry``) and return how to build its model and inputs."""
+    path = Path(path)
+    tdt = None
+    if dtype:
+        if dtype not in ("bf16", "fp16", "fp32"):
+            raise InputSpecError(f"bad --dtype {dtype!r}: use bf16, fp16 or fp32")
+        tdt = TORCH_DTYPES[dtype]
+    for spec in inputs or []:
+        parse_input_spec(spec)
+    if entry:
+        if ":" not in entry:
+            raise InputSpecError(f"bad --entry {entry!r}: expected module_or_file:callable")
+        where, attr = entry.rsplit(":", 1)
+        if where.endswith(".py") or Path(where).is_file():
+            mod = _import_file(Path(where))
+            path = Path(where)
+        elif where:
+            try:
+                mod = importlib.import_module(where)
+            except Exception as e:
+                raise CaptureError(f"--entry {entry}: importing {where} raised {type(e).__name__}: {e}") from e
+            if getattr(mod, "__file__", None):
+                path = Path(mod.__file__)
+        else:
+            mod = _import_file(path)
+    else:
+        if not path.is_file():
+            raise CaptureError(f"{path}: no such file")
+        mod = _import_file(path)
+        attr = "Model"
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
+    name = path.name
+    target = getattr(mod, attr, None)
+    if target is None:
+        raise CaptureError(f"{name}: no {attr} defined (expected class Model(nn.Module), get_inputs())")
+    init = getattr(mod, "get_init_inputs", None)
+
+    def init_args() -> list[Any]:
+        if init is None:
+            return []
+        try:
+            return list(init())
+        except Exception as e:
+            raise CaptureError(f"{name}: get_init_inputs() raised {type(e).__name__}: {e}") from e
+
+    if inspect.isclass(target) and issubclass(target, nn.Module):
+        def factory() -> nn.Module:
+            return target(*init_args())
+    elif callable(target):
+        sig = inspect.signature(target)
+        required = [p for p in sig.parameters.values() if p.default is p.empty and
+                    p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+        def factory() -> nn.Module:
+            if not required:
+                made = target()
+                if isinstance(made, nn.Module):
+                    return made
+            return _FnModule(target)
+    else:
+        raise CaptureError(f"{name}: {attr} is not a module class or a function")
+    if inputs:
+        make_inputs = _spec_inputs(inputs)
+    else:
+        gi = getattr(mod, "get_inputs", None)
+        if gi is None:
+            raise CaptureError(f"{name}: no get_inputs() defined (or give --input NAME=DTYPE[DIMS])")
+        make_inputs = gi
+    return Source(path, name, hashlib.sha256(data).hexdigest(), factory, make_inputs, tdt, eval_mode)

@@ -1,0 +1,18 @@
+"""Every lowering rule; importing this package registers them in ``registry.RULES``."""
+
+from . import (  # noqa: F401
+    attention,
+    conv,
+    elementwise,
+    gather,
+    loss,
+    matmul,
+    misc,
+    movement,
+    norm,
+    pool,
+    reduce,
+    resample,
+    rnn,
+    shape,
+)

@@ -1,0 +1,84 @@
+"""scaled_dot_product_attention as einsums: QK^T, scale, mask, softmax, PV.
+
+Causal attention is counted over the full S x T rectangle with the causal mask applied, as
+the math kernel (and ``FlopCounterMode``) count it; the QK node records
+``causal_work: full rectangle`` in its attributes so a backend can halve it for a kernel
+that skips the masked blocks. Grouped-query attention (fewer K/V heads) splits the query
+heads into (KV head, group) ranks, so K and V are read once per KV head.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...common.builder import access
+from ..ctx import Args, LowerCtx, T
+from ..registry import NoLowering, rule
+from .reduce import softmax
+
+
+@rule("aten.scaled_dot_product_attention")
+def sdpa(ctx: LowerCtx, a: Args) -> T:
+    q, k, v = a.query, a.key, a.value
+    qs, ks = ctx.shape(q), ctx.shape(k)
+    if len(qs) < 3:
+        raise NoLowering("attention on tensors with fewer than 3 dims")
+    out_dtype = ctx.out_dtype()
+    h, hk = qs[-3], ks[-3]
+    grouped = h != hk
+    if grouped:
+        if h % hk:
+            raise NoLowering("query heads not a multiple of key/value heads")
+        q = ctx.reshape(q, list(qs[:-3]) + [hk, h // hk] + list(qs[-2:]), suffix="q_grouped")
+    qr, kr, vr = ctx.ranks(q), ctx.ranks(k), ctx.ranks(v)
+    lead_q = list(qr[:-2])  # batch..., heads (, group)
+    S, E = qr[-2], qr[-1]
+    names = ctx.b.distinct(lead_q + [S, kr[-2], E])
+    lead, S, Tn, E = list(names[:len(lead_q)]), names[-3], names[-2], names[-1]
+    Ev = ctx.b.distinct(lead + [S, Tn, vr[-1]])[-1]
+    kv_lead = lead[:-2] + [lead[-2]] if grouped else lead
+    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(qs[-1])
+    sc_ranks = lead + [S, Tn]
+    scores = ctx.tensor(sc_ranks, out_dtype, "scores")
+    attrs = {"causal": bool(a.is_causal)}
+    if a.dropout_p:
+        attrs["dropout_p"] = float(a.dropout_p)  # lowered as inference: dropout is the identity
+    if a.is_causal:
+        attrs["causal_work"] = "full rectangle"
+    ctx.b.einsum(scores.name, ctx.op, sc_ranks + [E], [access(q.name, lead + [S, E]),
+                 access(k.name, _kv_idx(ctx, k, kv_lead, [Tn, E]))], access(scores.name, sc_ranks), "mul", "add",
+                 attrs=attrs, location=ctx.location)
+    x = ctx.ew("mul", scores, float(scale), suffix="scaled")
+    if a.is_causal:
+        n, m = qs[-2], ks[-2]
+        mask = ctx.data(np.tril(np.ones((n, m), bool)), [S, Tn], "bool", suffix="causal_mask", key="causal")
+        x = ctx.ew("where", mask, x, float("-inf"), suffix="masked")
+    if a.attn_mask is not None:
+        m = a.attn_mask
+        if grouped:
+            ms = list(ctx.shape(m))
+            if len(ms) >= 3 and ms[-3] != 1:
+                raise NoLowering("per-head mask with grouped-query attention")
+            if len(ms) >= 3:
+                m = ctx.reshape(m, ms[:-3] + [1, 1] + ms[-2:], suffix="mask_grouped")
+        x = ctx.ew("where", m, x, float("-inf"), suffix="masked") if ctx.dtype(m) == "bool" else \
+            ctx.ew("add", x, m, suffix="masked")
+    p = softmax(ctx, x, -1, False, ctx.dtype(x), suffix="probs")
+    out_ranks = lead + [S, Ev]
+    o = ctx.tensor(out_ranks, out_dtype, "grouped" if grouped else None)
+    ctx.b.einsum(o.name, ctx.op, out_ranks + [Tn], [access(p.name, lead + [S, Tn]),
+                 access(v.name, _kv_idx(ctx, v, kv_lead, [Tn, Ev]))], access(o.name, out_ranks), "mul", "add",
+                 location=ctx.location)
+    if grouped:
+        o = ctx.reshape(o, ctx.out_shape())
+    return o
+
+
+def _kv_idx(ctx: LowerCtx, t: T, lead: list[str], tail: list[str]) -> list[str | int]:
+    """Index of K or V by the attention's lead ranks, broadcasting its size-1 dims."""
+    ts = ctx.shape(t)
+    own = ts[:-2]
+    off = len(lead) - len(own)
+    return [lead[off + i] if own[i] == ctx.b.sizes[lead[off + i]] else 0 for i in range(len(own))] + tail

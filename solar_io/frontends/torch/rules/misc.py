@@ -1,0 +1,124 @@
+"""Functionalised in-place writes (slice_scatter, select_scatter, copy), im2col, addbmm,
+and elementwise odds and ends (isnan, isinf, trunc, frac, floor_divide).
+
+``x[a:b] = src`` reaches the graph as ``slice_scatter``: the result is the concat of the
+untouched slices of ``x`` around ``src`` (step 1), so its bytes are those of a real copy.
+"""
+
+from __future__ import annotations
+
+from ...common.builder import access, family
+from ..ctx import Args, LowerCtx, T
+from ..registry import NoLowering, rule
+from .matmul import matmul
+from .shape import concat, expand_to, slice_dim
+
+
+def _scatter_slice(ctx: LowerCtx, x: T, src: T, dim: int, start: int, end: int) -> T:
+    n = ctx.shape(x)[dim]
+    parts = []
+    if start > 0:
+        parts.append(slice_dim(ctx, x, dim, 0, start, 1, "before"))
+    parts.append(ctx.cast(src, ctx.dtype(x), suffix="src"))
+    if end < n:
+        parts.append(slice_dim(ctx, x, dim, end, n, 1, "after"))
+    return concat(ctx, parts, dim) if len(parts) > 1 else ctx.copy(parts[0])
+
+
+@rule("aten.slice_scatter")
+def slice_scatter(ctx: LowerCtx, a: Args) -> T:
+    x, src = a.self, a.src
+    dim = (a.dim or 0) % len(ctx.shape(x))
+    start, end, step = slice(a.start, a.end, a.step or 1).indices(ctx.shape(x)[dim])
+    if step != 1:
+        raise NoLowering("slice_scatter with a step")
+    return _scatter_slice(ctx, x, src, dim, start, end)
+
+
+@rule("aten.select_scatter")
+def select_scatter(ctx: LowerCtx, a: Args) -> T:
+    x, src = a.self, a.src
+    dim = a.dim % len(ctx.shape(x))
+    i = a.index % ctx.shape(x)[dim]
+    shape = list(ctx.shape(src))
+    shape.insert(dim, 1)
+    return _scatter_slice(ctx, x, ctx.reshape(src, shape, suffix="unsqueezed"), dim, i, i + 1)
+
+
+@rule("aten.copy")
+def copy(ctx: LowerCtx, a: Args) -> T:
+    src = expand_to(ctx, a.src, ctx.shape(a.self), suffix="expanded")
+    src = ctx.cast(src, ctx.dtype(a.self), suffix="cast") if ctx.dtype(src) != ctx.dtype(a.self) else src
+    return ctx.copy(src)
+
+
+@rule("aten.isnan")
+def isnan(ctx: LowerCtx, a: Args) -> T:
+    return ctx.ew("ne", a.self, a.self, dtype="bool")
+
+
+@rule("aten.isinf")
+def isinf(ctx: LowerCtx, a: Args) -> T:
+    return ctx.ew("eq", ctx.ew("abs", a.self, suffix="abs"), float("inf"), dtype="bool")
+
+
+def _trunc(ctx: LowerCtx, x: T, dtype: str | None = None, suffix: str | None = None) -> T:
+    neg = ctx.ew("lt", x, 0.0, suffix="neg")
+    return ctx.ew("where", neg, ctx.ew("ceil", x, suffix="ceil"), ctx.ew("floor", x, suffix="floor"),
+                  dtype=dtype, suffix=suffix)
+
+
+@rule("aten.trunc")
+def trunc(ctx: LowerCtx, a: Args) -> T:
+    return _trunc(ctx, a.self, ctx.out_dtype())
+
+
+@rule("aten.frac")
+def frac(ctx: LowerCtx, a: Args) -> T:
+    return ctx.ew("sub", a.self, _trunc(ctx, a.self, suffix="trunc"), dtype=ctx.out_dtype())
+
+
+@rule("aten.floor_divide")
+def floor_divide(ctx: LowerCtx, a: Args) -> T:
+    if ctx.out_dtype().startswith(("int", "uint")):
+        raise NoLowering("integer floor division")
+    return ctx.ew("floor", ctx.ew("div", a.self, a.other, suffix="q"), dtype=ctx.out_dtype())
+
+
+@rule("aten.addbmm")
+def addbmm(ctx: LowerCtx, a: Args) -> T:
+    """``beta * self + alpha * sum_b batch1[b] @ batch2[b]``: one contraction over (b, k)."""
+    p = matmul(ctx, a.batch1, a.batch2, "bmm")
+    s = ctx.reduce(p, [0], False, "add", suffix="sum")
+    if float(a.alpha) != 1:
+        s = ctx.ew("mul", s, float(a.alpha), suffix="alpha")
+    bias = a.self if float(a.beta) == 1 else ctx.ew("mul", a.self, float(a.beta), suffix="beta")
+    return ctx.ew("add", bias, s, dtype=ctx.out_dtype())
+
+
+@rule("aten.im2col")
+def im2col(ctx: LowerCtx, a: Args) -> T:
+    """``F.unfold``: every window as a column, written [N, C, KH, KW, P, Q] then viewed [N, C*KH*KW, P*Q]."""
+    x = a.self
+    xs, xr = ctx.shape(x), ctx.ranks(x)
+    if len(xs) != 4:
+        raise NoLowering("im2col of an unbatched input")
+    k, d, p, s = (list(v) for v in (a.kernel_size, a.dilation, a.padding, a.stride))
+    osp = [(xs[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    taken = set(xr)
+    ks, outs, idx, border = [], [], list(xr[:2]), {}
+    for i, hint in enumerate(("KH", "KW")):
+        ks.append(ctx.b.rank(hint, k[i], taken))
+        taken.add(ks[-1])
+    for i in range(2):
+        outs.append(ctx.b.rank(family(xr[2 + i]), osp[i], taken))
+        taken.add(outs[-1])
+        idx.append(f"{s[i]}*{outs[i]} + {d[i]}*{ks[i]} - {p[i]}")
+        over = max(0, s[i] * (osp[i] - 1) + d[i] * (k[i] - 1) - p[i] - (xs[2 + i] - 1))
+        if p[i] or over:
+            border[xr[2 + i]] = (p[i], over)
+    out_ranks = list(xr[:2]) + ks + outs
+    cols = ctx.tensor(out_ranks, ctx.dtype(x), "cols")
+    ctx.b.copy(cols.name, ctx.op, out_ranks, [access(x.name, idx)], access(cols.name, out_ranks),
+               pad={x.name: border} if border else None, location=ctx.location)
+    return ctx.reshape(cols, ctx.out_shape())

@@ -1,0 +1,200 @@
+"""``solar-io capture``: output to stdout and files, folders, and one-line errors (exit 1)."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from solar_io import load, loads  # noqa: E402
+from solar_io.cli import main  # noqa: E402
+from solar_io.frontends.cli import detect_frontend  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "tests" / "models"
+
+
+def run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    try:
+        main(["capture", *args])
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write(tmp_path: Path, name: str, body: str) -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_capture_to_stdout(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, str(MODELS / "linear_relu.py"))
+    assert code == 0, err
+    g = loads(out)
+    assert g.validation.status == "passed"
+    assert [n.op for n in g.nodes] == ["aten.linear", "aten.linear", "aten.relu"]
+
+
+def test_capture_to_file_lists_opaque_ops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "g.yaml"
+    code, _, err = run(capsys, str(MODELS / "topk_sort.py"), "-o", str(out))
+    assert code == 0, err
+    assert "2 opaque node(s)" in err and "aten.topk" in err and "aten.sort" in err
+    assert {n.op for n in load(out).nodes if n.kind == "opaque"} == {"aten.topk", "aten.sort"}
+
+
+def test_strict_fails_on_opaque(capsys: pytest.CaptureFixture) -> None:
+    code, _, err = run(capsys, str(MODELS / "topk_sort.py"), "--strict")
+    assert code == 1
+    assert err.strip() == "error: topk_sort.py: op aten.topk (node topk): no lowering rule (--strict)"
+
+
+def test_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    raises = write(tmp_path, "raises.py", """\
+        import torch
+        raise RuntimeError("boom")
+    """)
+    no_inputs = write(tmp_path, "noinputs.py", """\
+        import torch
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+    """)
+    fwd_raises = write(tmp_path, "fwd.py", """\
+        import torch
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                raise ValueError("bad forward")
+        def get_inputs():
+            return [torch.randn(2)]
+    """)
+    cases = [
+        ([str(raises)], "raises.py: importing the model file raised RuntimeError: boom"),
+        ([str(no_inputs)], "noinputs.py: no get_inputs() defined"),
+        ([str(no_inputs), "--input", "x=fp33[2]"], "bad --input 'x=fp33[2]': unknown dtype"),
+        ([str(no_inputs), "--input", "x[2"], "bad --input 'x[2'"),
+        ([str(fwd_raises)], "fwd.py: torch.export failed: ValueError: bad forward"),
+        ([str(tmp_path / "missing.py")], "missing.py: no such file"),
+        ([str(no_inputs), "--dtype", "int3"], "bad --dtype 'int3'"),
+    ]
+    for args, msg in cases:
+        code, _, err = run(capsys, *args)
+        assert code == 1, (args, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and msg in lines[0], (args, err)
+
+
+def test_input_specs_and_dtype(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    no_inputs = write(tmp_path, "scale.py", """\
+        import torch
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(5, 3)
+            def forward(self, x, ids):
+                return self.fc(x) + ids.sum()
+    """)
+    code, out, err = run(capsys, str(no_inputs), "--input", "x=fp32[4,5]", "--input", "ids=int64[4]",
+                         "--dtype", "bf16")
+    assert code == 0, err
+    g = loads(out)
+    assert g.tensor_map["x"].dtype == "bf16" and g.tensor_map["ids"].dtype == "int64"
+    assert g.validation.status == "passed"
+
+
+def test_validation_failure_needs_allow_invalid(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    calls = write(tmp_path, "calls.py", """\
+        import torch
+        CALLS = [0]
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                CALLS[0] += 1  # global state: the capture sees 1, the validation run 2
+                return torch.relu(x) * CALLS[0]
+        def get_inputs():
+            return [torch.randn(4, 4)]
+    """)
+    out = tmp_path / "calls.yaml"
+    code, _, err = run(capsys, str(calls), "-o", str(out))
+    assert code == 1 and "validation failed" in err and "eager run differs from what torch.export traced" in err
+    assert not out.exists()
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, str(calls), "-o", str(out), "--allow-invalid")
+    assert code == 0, err
+    assert load(out).validation.status == "failed"
+
+
+def test_random_ops_are_replayed(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Random ops are opaque; validation replays the values the eager run drew."""
+    vae = write(tmp_path, "vae.py", """\
+        import torch
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = torch.nn.Linear(16, 8)
+            def forward(self, x):
+                mu, logvar = self.enc(x).chunk(2, -1)
+                return mu + torch.randn_like(mu) * torch.exp(0.5 * logvar), x + torch.rand(x.shape)
+        def get_inputs():
+            return [torch.randn(6, 16)]
+    """)
+    code, out, err = run(capsys, str(vae))
+    assert code == 0, err
+    g = loads(out)
+    assert g.validation.status == "passed"
+    assert {n.op for n in g.nodes if n.kind == "opaque"} == {"aten.randn_like", "aten.rand"}
+
+
+def test_no_validate_and_budget(capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = run(capsys, str(MODELS / "mlp.py"), "--no-validate")
+    assert code == 0 and loads(out).validation.status == "skipped"
+    code, out, _ = run(capsys, str(MODELS / "mlp.py"), "--validate-budget", "1KiB")
+    v = loads(out).validation
+    assert code == 0 and v.status == "skipped" and "needs" in (v.reason or "")
+
+
+def test_entry_function_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = write(tmp_path, "funcs.py", """\
+        import torch
+        def attention(q, k):
+            return torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+        def make():
+            return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    """)
+    code, out, err = run(capsys, str(src), "--entry", f"{src}:attention", "--input", "q=fp32[2,3,4]",
+                         "--input", "k=fp32[2,5,4]")
+    assert code == 0, err
+    assert loads(out).validation.status == "passed"
+    code, out, err = run(capsys, str(src), "--entry", f"{src}:make", "--input", "x=fp32[6,4]", "--eval")
+    assert code == 0, err
+    assert loads(out).validation.status == "passed"
+    code, out, err = run(capsys, "-", "--entry", "torch.nn:GELU", "--input", "x=fp32[4,4]")  # an importable module
+    assert code == 0, err
+    assert [n.op for n in loads(out).nodes] == ["aten.gelu"]
+
+
+def test_folder_capture(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("linear_relu", "softmax", "topk_sort"):
+        shutil.copy(MODELS / f"{name}.py", src)
+    (src / "broken.py").write_text("import torch\nraise ImportError('nope')\n")
+    out = tmp_path / "out"
+    code, _, err = run(capsys, str(src), "-o", str(out))
+    assert code == 1  # one file failed, the others were still captured
+    assert sorted(p.name for p in out.iterdir()) == ["linear_relu.yaml", "softmax.yaml", "topk_sort.yaml"]
+    assert "3/4 captured" in err and "broken.py" in err and "nope" in err
+
+
+def test_detect_frontend(tmp_path: Path) -> None:
+    assert detect_frontend(MODELS / "mlp.py") == "torch"
+    assert detect_frontend(write(tmp_path, "j.py", "import jax.numpy as jnp\n")) == "jax"
+    assert detect_frontend(write(tmp_path, "l.py", "from solar_io.frontends.loopir import kernel\n")) == "loopir"
+    with pytest.raises(Exception, match="cannot tell the frontend"):
+        detect_frontend(write(tmp_path, "n.py", "x = 1\n"))
