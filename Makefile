@@ -14,12 +14,16 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The main job on the bundled examples: check every graph, summarise one, bound it on two chips.
+# The main job on the bundled examples: capture a PyTorch model into a validated graph, check it,
+# bound it at three fidelities on two chips, and export it to Timeloop and AccelForge (in build/).
 run: venv
-	$(BIN)/solar-io check examples/graphs/*.yaml
-	$(BIN)/solar-io fmt --check examples/graphs/*.yaml
-	$(BIN)/solar-io info examples/graphs/attention.yaml
-	$(BIN)/solar-io bound examples/graphs/attention.yaml --hw thor,h100-sxm --measured 3.1ms
+	mkdir -p build
+	$(BIN)/solar-io capture examples/models/llama_decoder.py -o build/llama_decoder.yaml
+	$(BIN)/solar-io check build/llama_decoder.yaml examples/graphs/*.yaml
+	$(BIN)/solar-io info build/llama_decoder.yaml
+	$(BIN)/solar-io bound build/llama_decoder.yaml --hw thor,h100-sxm --cache-aware --measured 20us
+	$(BIN)/solar-io export timeloop build/llama_decoder.yaml -o build/timeloop
+	$(BIN)/solar-io export accelforge build/llama_decoder.yaml -o build/accelforge --arch thor
 
 # Lint and the whole test suite.
 test: venv
