@@ -60,6 +60,7 @@ class TensorInfo:
     ranks: tuple[str, ...] | None = None
     value: float | None = None
     hints: tuple[str, ...] = ()
+    density: float | None = None
 
 
 @dataclass
@@ -278,7 +279,7 @@ class GraphBuilder:
             if t.name not in read:
                 continue
             ranks = self.ranks(t.name)
-            tensors.append(Tensor(t.name, ranks, t.dtype, t.role, None, t.value))
+            tensors.append(Tensor(t.name, ranks, t.dtype, t.role, t.density, t.value))
         used = {r for t in tensors for r in t.ranks} | {r for n in nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.sizes.items() if r in used)
         return Graph(ranks, tuple(tensors), tuple(nodes), producer or Producer(), validation or Validation(),

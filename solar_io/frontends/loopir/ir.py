@@ -107,9 +107,10 @@ def Out(dims: str | tuple, dtype: str | None = None, density: float | None = Non
     return Tensor(dims, dtype=dtype, role="output", density=density)
 
 
-def Temp(dims: str | tuple, dtype: str | None = None) -> Tensor:  # noqa: N802
-    """A kernel-local temporary: allocated by the call, written once, read by later nests."""
-    return Tensor(dims, dtype=dtype, role="intermediate")
+def Temp(dims: str | tuple, dtype: str | None = None, density: float | None = None) -> Tensor:  # noqa: N802
+    """A kernel-local temporary: allocated by the call, written once, read by later nests
+    (``density``: the fraction of it a real kernel computes and stores, e.g. a causal triangle)."""
+    return Tensor(dims, dtype=dtype, role="intermediate", density=density)
 
 
 @dataclass(eq=False)

@@ -1,9 +1,11 @@
 """scaled_dot_product_attention as einsums: QK^T, scale, mask, softmax, PV.
 
-Causal attention is counted over the full S x T rectangle with the causal mask applied, as
-the math kernel (and ``FlopCounterMode``) count it; the QK node records
-``causal_work: full rectangle`` in its attributes so a backend can halve it for a kernel
-that skips the masked blocks. Grouped-query attention (fewer K/V heads) splits the query
+Causal attention: the nodes iterate the full S x T rectangle with the causal mask applied (so
+MACs match ``FlopCounterMode`` and the math kernel), and every tensor over (S, T) (scores,
+mask, softmax intermediates, probabilities) is declared with density = the kept fraction of the
+rectangle (the causal triangle). Backends scale bytes and work by density, so the bound counts
+the work a causal kernel must do (the triangle), never the full rectangle; the QK node records
+``causal_work: triangle (tensor density)``. Grouped-query attention (fewer K/V heads) splits the query
 heads into (KV head, group) ranks, so K and V are read once per KV head.
 """
 
@@ -41,12 +43,13 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     kv_lead = lead[:-2] + [lead[-2]] if grouped else lead
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(qs[-1])
     sc_ranks = lead + [S, Tn]
+    before = set(ctx.b.tensors)
     scores = ctx.tensor(sc_ranks, out_dtype, "scores")
     attrs = {"causal": bool(a.is_causal)}
     if a.dropout_p:
         attrs["dropout_p"] = float(a.dropout_p)  # lowered as inference: dropout is the identity
     if a.is_causal:
-        attrs["causal_work"] = "full rectangle"
+        attrs["causal_work"] = "triangle (tensor density)"
     ctx.b.einsum(scores.name, ctx.op, sc_ranks + [E], [access(q.name, lead + [S, E]),
                  access(k.name, _kv_idx(ctx, k, kv_lead, [Tn, E]))], access(scores.name, sc_ranks), "mul", "add",
                  attrs=attrs, location=ctx.location)
@@ -66,6 +69,12 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
         x = ctx.ew("where", m, x, float("-inf"), suffix="masked") if ctx.dtype(m) == "bool" else \
             ctx.ew("add", x, m, suffix="masked")
     p = softmax(ctx, x, -1, False, ctx.dtype(x), suffix="probs")
+    if a.is_causal:
+        n, m = qs[-2], ks[-2]
+        kept = sum(min(i + 1, m) for i in range(n)) / (n * m)  # torch's is_causal: tril(ones(n, m))
+        for name, info in ctx.b.tensors.items():
+            if (name not in before or name == mask.name) and info.ranks and S in info.ranks and Tn in info.ranks:
+                info.density = kept
     out_ranks = lead + [S, Ev]
     o = ctx.tensor(out_ranks, out_dtype, "grouped" if grouped else None)
     ctx.b.einsum(o.name, ctx.op, out_ranks + [Tn], [access(p.name, lead + [S, Tn]),
