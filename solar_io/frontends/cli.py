@@ -20,7 +20,7 @@ from ..files import dump, dumps
 from ..graph import Graph
 from .common.errors import CaptureError, ValidationFailed
 
-FRONTENDS = ("torch", "loopir", "jax")
+FRONTENDS = ("torch", "loopir", "jax", "agent")
 _IMPORTS = [
     ("loopir", re.compile(r"^\s*(from|import)\s+solar_io\.frontends\.loopir\b", re.M)),
     ("jax", re.compile(r"^\s*(from|import)\s+(jax|flax)\b", re.M)),
@@ -75,7 +75,8 @@ def capture_command(
                                   "WARNING: this runs the code in the file."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the graph here (a folder for a "
                                        "folder input); default: stdout."),
-    frontend: str | None = typer.Option(None, "--frontend", help="Force a frontend: torch, loopir, jax."),
+    frontend: str | None = typer.Option(None, "--frontend", help="Force a frontend: torch, loopir, jax, "
+                                      "agent (LLM translation of any source; needs ANTHROPIC_API_KEY)."),
     entry: str | None = typer.Option(None, "--entry", help="module_or_file:callable — a module class, a "
                                      "factory returning a module, or a function used as forward."),
     inputs: list[str] = typer.Option([], "--input", help="Input shape spec NAME=DTYPE[D1,D2,...], "
@@ -92,11 +93,19 @@ def capture_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights and inputs used to validate."),
     eval_mode: bool = typer.Option(False, "--eval", help="Capture the model in eval mode (batch norm with "
                                    "running statistics); default: as built, like the benchmark convention."),
+    golden: Path | None = typer.Option(None, "--golden", help="agent: reference arrays (.npz of input:NAME, "
+                                       "output:NAME) for sources that cannot run here, e.g. CUDA."),
+    model: str | None = typer.Option(None, "--model", help="agent: the Claude model to translate with."),
+    max_attempts: int = typer.Option(5, "--max-attempts", help="agent: model replies to try before giving up."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="agent: ignore and do not write the translation "
+                                  "cache."),
 ) -> None:
     """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
     budget = _parse_size(validate_budget)
     options = dict(validate=not no_validate, strict=strict, entry=entry, inputs=list(inputs) or None,
                    dtype=dtype, seed=seed, validate_budget=budget, eval_mode=eval_mode)
+    if frontend == "agent":
+        options.update(golden=golden, model=model, max_attempts=max_attempts, no_cache=no_cache)
     if source.is_dir():
         _capture_dir(source, output, frontend, options, allow_invalid)
         return
