@@ -1,0 +1,261 @@
+"""The capture pipeline: load -> trace to a jaxpr on abstract values -> lower -> build -> validate.
+
+A model file defines ``get_inputs()`` and either ``model(*inputs)`` (a pure function; with
+``get_params()`` it is called ``model(params, *inputs)``) or a Flax linen ``Model`` class
+built from ``get_init_inputs()``. Parameters are initialised abstractly (``jax.eval_shape``)
+so tracing allocates no weight memory. Validation runs ``jax.jit`` of the function on CPU and
+the graph on the reference executor with the same (seeded) parameters and inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from ... import __version__
+from ...graph import Graph, Producer, Validation
+from ..common.builder import GraphBuilder
+from ..common.errors import CaptureError, NoRuleError
+from ..common.validation import compare, graph_bytes, skipped
+from . import rules  # noqa: F401  (registers every rule)
+from .lower import Lowerer, file_dtype
+
+DEFAULT_BUDGET = 2 << 30
+
+
+@dataclass
+class Program:
+    """A function ``fn(params, *inputs)``, how to make concrete params and inputs, and names."""
+
+    name: str
+    sha256: str
+    fn: Callable[..., Any]
+    abstract_params: Any
+    abstract_inputs: tuple
+    make_params: Callable[[], Any]
+    make_inputs: Callable[[], tuple]
+
+
+@dataclass
+class Capture:
+    graph: Graph
+    lowerer: Lowerer
+    outputs: list[str]
+    sources: list[tuple[str, str]]  # (tensor name, "param"/"input") in flattened order
+    program: Program
+
+
+def _abstract(x: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype)
+                                  if not hasattr(a, "aval") else jax.ShapeDtypeStruct(a.shape, a.dtype), x)
+
+
+def load_program(path: Path) -> Program:
+    """The Program of a model file (see the module docstring). Runs the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
+    mod_name = f"_solar_io_jax_model_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise CaptureError(f"{path.name}: not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:
+        raise CaptureError(f"{path.name}: running the file raised {type(e).__name__}: {str(e)[:300]}") from e
+    if not hasattr(mod, "get_inputs"):
+        raise CaptureError(f"{path.name}: defines no get_inputs()")
+    sha = hashlib.sha256(data).hexdigest()
+
+    def inputs() -> tuple:
+        try:
+            return tuple(mod.get_inputs())
+        except Exception as e:
+            raise CaptureError(f"{path.name}: get_inputs() raised {type(e).__name__}: {str(e)[:300]}") from e
+
+    abstract_inputs = tuple(jax.eval_shape(lambda: inputs()))
+    if hasattr(mod, "Model"):
+        init_args = tuple(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else ()
+        if _is_nnx(mod.Model):
+            return _nnx_program(path.name, sha, mod.Model, init_args, abstract_inputs, inputs)
+        module = mod.Model(*init_args)
+        if not hasattr(module, "init") or not hasattr(module, "apply"):
+            raise CaptureError(f"{path.name}: Model is neither a flax.linen nor a flax.nnx Module")
+        key = jax.random.PRNGKey(0)
+        abstract_params = jax.eval_shape(module.init, key, *abstract_inputs)
+        return Program(path.name, sha, lambda params, *xs: module.apply(params, *xs), abstract_params,
+                       abstract_inputs, lambda: module.init(key, *inputs()), inputs)
+    if not hasattr(mod, "model"):
+        raise CaptureError(f"{path.name}: defines neither model(*inputs) nor a Flax Model")
+    if hasattr(mod, "get_params"):
+        abstract_params = jax.eval_shape(mod.get_params)
+        return Program(path.name, sha, mod.model, abstract_params, abstract_inputs, mod.get_params, inputs)
+    return Program(path.name, sha, lambda _p, *xs: mod.model(*xs), None, abstract_inputs, lambda: None, inputs)
+
+
+def _is_nnx(cls: Any) -> bool:
+    try:
+        from flax import nnx
+    except ImportError:
+        return False
+    return isinstance(cls, type) and issubclass(cls, nnx.Module)
+
+
+def _nnx_program(name: str, sha: str, cls: Any, init_args: tuple, abstract_inputs: tuple,
+                 inputs: Callable[[], tuple]) -> Program:
+    """A flax.nnx Module: its state (built abstractly with nnx.eval_shape) is the parameter tree."""
+    from flax import nnx
+
+    abstract_model = nnx.eval_shape(lambda: cls(*init_args, rngs=nnx.Rngs(0)))
+    graphdef, abstract_state = nnx.split(abstract_model)
+
+    def fn(state: Any, *xs: Any) -> Any:
+        return nnx.merge(graphdef, state)(*xs)
+
+    def make_params() -> Any:
+        return nnx.split(cls(*init_args, rngs=nnx.Rngs(0)))[1]
+
+    return Program(name, sha, fn, abstract_state, abstract_inputs, make_params, inputs)
+
+
+def _param_names(params: Any) -> list[str]:
+    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+    names = []
+    for path, _ in leaves:
+        parts = []
+        for k in path:
+            s = getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))
+            parts.append(str(s))
+        if parts and parts[0] == "params":
+            parts = parts[1:]
+        if len(parts) > 1 and parts[-1] == "value":  # flax.nnx Variable leaves
+            parts = parts[:-1]
+        names.append(".".join(parts) or "param")
+    return names
+
+
+def capture_program(prog: Program, *, validate: bool = True, strict: bool = False, seed: int = 0,
+                    validate_budget: int = DEFAULT_BUDGET) -> Capture:
+    try:
+        closed = jax.make_jaxpr(prog.fn)(prog.abstract_params, *prog.abstract_inputs)
+    except Exception as e:
+        raise CaptureError(f"{prog.name}: tracing with jax.make_jaxpr failed: {type(e).__name__}: "
+                           f"{str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}") from e
+    lw = Lowerer(GraphBuilder(), prog.name)
+    b = lw.b
+    n_params = len(jax.tree_util.tree_leaves(prog.abstract_params))
+    pnames = _param_names(prog.abstract_params) if n_params else []
+    sources: list[tuple[str, str]] = []
+    args: list[str] = []
+    for v in closed.jaxpr.invars:
+        try:
+            file_dtype(v.aval.dtype)
+        except CaptureError as e:
+            raise CaptureError(f"{prog.name}: {e}") from None
+    for i, v in enumerate(closed.jaxpr.invars):
+        shape = tuple(int(s) for s in v.aval.shape)
+        if i < n_params:
+            name = b.source(pnames[i], shape, file_dtype(v.aval.dtype), "weight")
+            sources.append((name, "param"))
+        else:
+            dt = file_dtype(v.aval.dtype)
+            hints = {2: ("B", "S") if dt.startswith(("int", "uint")) else ("B", "D"), 3: ("B", "S", "D")}
+            name = b.source(f"x{i - n_params}" if len(closed.jaxpr.invars) - n_params > 1 else "x", shape,
+                            dt, "input", hints=hints.get(len(shape), ()))
+            sources.append((name, "input"))
+        args.append(name)
+    try:
+        outs = lw.run(closed.jaxpr, closed.consts, args)
+    except CaptureError as e:
+        raise CaptureError(f"{prog.name}: {e}") from None
+    outs = [o if isinstance(o, str) else b.constant("out", float(o), file_dtype(v.aval.dtype))
+            for o, v in zip(outs, closed.jaxpr.outvars, strict=True)]
+    if strict and lw.opaque:
+        node, prim, reason = lw.opaque[0]
+        raise NoRuleError(f"{prog.name}: primitive {prim} (node {node}): {reason} (--strict)")
+    producer = Producer("solar-io", __version__, "jax", jax.__version__, prog.name, prog.sha256)
+    graph = b.build(outs, name=Path(prog.name).stem, producer=producer)
+    cap = Capture(graph, lw, b.output_names, sources, prog)
+    record = validate_capture(cap, seed=seed, budget=validate_budget) if validate else \
+        skipped("not requested (--no-validate)")
+    cap.graph = Graph(graph.ranks, graph.tensors, graph.nodes, graph.producer, record, graph.name, graph.version)
+    return cap
+
+
+def _np(a: Any) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.name in ("bfloat16", "float16") or a.dtype.name.startswith("float8"):
+        a = a.astype(np.float32)
+    return a
+
+
+def validate_capture(cap: Capture, *, seed: int = 0, budget: int = DEFAULT_BUDGET) -> Validation:
+    """Execute the graph and ``jax.jit(fn)`` on CPU on the same params and inputs; compare outputs."""
+    from ...executor import execute
+
+    g = cap.graph
+    need = graph_bytes(g) * 2
+    if need > budget:
+        return skipped(f"needs {need / 2**30:.1f} GiB (--validate-budget {budget / 2**30:.1f} GiB)")
+    prog = cap.program
+    try:
+        with jax.default_device(jax.devices("cpu")[0]):
+            params = prog.make_params()
+            inputs = prog.make_inputs()
+            want = jax.jit(prog.fn)(params, *inputs)
+    except Exception as e:
+        return skipped(f"running the program raised {type(e).__name__}: {str(e)[:200]}")
+    leaves = jax.tree_util.tree_leaves(params) + list(jax.tree_util.tree_leaves(inputs))
+    present = {t.name for t in g.tensors}
+    arrays = {name: _np(a) for (name, _), a in zip(cap.sources, leaves, strict=True) if name in present}
+    arrays.update({k: v for k, v in cap.lowerer.const_data.items() if k in present})
+    want_leaves = jax.tree_util.tree_leaves(want)
+    try:
+        got = execute(g, arrays, opaque=_opaque_fns(g, cap.lowerer))
+    except Exception as e:
+        return Validation("failed", "reference-executor", f"jax {jax.__version__} cpu jit", seed,
+                          reason=f"executor raised {type(e).__name__}: {str(e)[:200]}")
+    ref = {}
+    for name, w in zip(cap.outputs, want_leaves, strict=True):
+        ref[name] = _np(w)
+    record, _ = compare(g, got, ref, reference=f"jax {jax.__version__} cpu jit", seed=seed)
+    return record
+
+
+def _opaque_fns(g: Graph, lw: Lowerer) -> dict[str, Callable[..., Any]]:
+    """The real primitive of each opaque node, returning only the outputs the graph kept."""
+    fns = {}
+    for n in g.nodes:
+        if n.kind != "opaque" or n.name not in lw.opaque_fns:
+            continue
+        keep = [lw.opaque_outs[n.name].index(a.tensor) for a in n.outputs]
+        fns[n.name] = lambda *xs, fn=lw.opaque_fns[n.name], keep=keep: tuple(fn(*xs)[i] for i in keep)
+    return fns
+
+
+def capture_function(fn: Callable[..., Any], *inputs: Any, params: Any = None, name: str = "function",
+                     validate: bool = True, strict: bool = False) -> Capture:
+    """Capture a Python function ``fn(*inputs)`` (or ``fn(params, *inputs)``) on concrete arrays."""
+    wrapped = (lambda _p, *xs: fn(*xs)) if params is None else fn
+    prog = Program(name, hashlib.sha256(name.encode()).hexdigest(), wrapped, _abstract(params),
+                   tuple(_abstract(x) for x in inputs), lambda: params, lambda: tuple(inputs))
+    return capture_program(prog, validate=validate, strict=strict)
+
+
+def capture_file(path: Path, *, validate: bool = True, strict: bool = False, seed: int = 0,
+                 validate_budget: int = DEFAULT_BUDGET, **_: Any) -> Graph:
+    """Capture the model file ``path`` into a validated Graph. Runs the user's code."""
+    prog = load_program(Path(path))
+    return capture_program(prog, validate=validate, strict=strict, seed=seed,
+                           validate_budget=validate_budget).graph

@@ -1,0 +1,202 @@
+"""Walking a jaxpr: operands to graph tensors, sub-jaxprs inlined, one rule per primitive.
+
+``Lowerer.run(closed_jaxpr, args)`` lowers every equation in order. Calls (``pjit``,
+``closed_call``, ``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are inlined: their
+sub-jaxpr is walked with its inputs bound to the caller's operands. An equation with no rule
+(or whose rule raises ``NoLowering``) becomes an opaque node that keeps a function running
+the real primitive, so the whole graph can still be executed and validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from jax.extend import core as jcore
+
+from ..common.builder import GraphBuilder
+from ..common.errors import CaptureError
+from .registry import RULES, NoLowering
+
+#: primitives whose sub-jaxpr is inlined, and the parameter holding it
+CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+         "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
+         "remat": "jaxpr", "checkpoint": "jaxpr", "remat2": "jaxpr", "custom_lin": None}
+
+_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int64": "int64",
+           "int32": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
+           "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "int4": "int4", "uint32": "int32",
+           "uint16": "int16", "uint64": "int64"}
+
+
+def file_dtype(dt: Any) -> str:
+    try:
+        name = np.dtype(dt).name
+    except TypeError:  # extended dtypes: PRNG keys
+        raise CaptureError(f"values of dtype {dt} (PRNG keys) inside the program are not supported; "
+                           "pass random values as inputs instead") from None
+    if name not in _DTYPES:
+        raise NoLowering(f"dtype {name} has no file dtype")
+    return _DTYPES[name]
+
+
+Operand = str | float | int | bool
+
+
+@dataclass
+class Lowerer:
+    """The lowering context: the builder, the equation being lowered and node-emitting helpers."""
+
+    b: GraphBuilder = field(default_factory=GraphBuilder)
+    source_name: str | None = None
+    eqn: Any = None
+    const_data: dict[str, np.ndarray] = field(default_factory=dict)
+    opaque_fns: dict[str, Any] = field(default_factory=dict)
+    opaque: list[tuple[str, str, str]] = field(default_factory=list)  # (node, primitive, reason)
+    opaque_outs: dict[str, list[str]] = field(default_factory=dict)
+    #: broadcast_in_dim results -> (source, output dim of each source dim, -1 where it broadcasts)
+    bcast: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    counter: int = 0
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def op(self) -> str:
+        return f"jax.{self.eqn.primitive.name}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.eqn.primitive.name}_{self.counter}"
+
+    @property
+    def location(self) -> str | None:
+        try:
+            from jax._src import source_info_util
+
+            frame = source_info_util.user_frame(self.eqn.source_info.traceback)
+        except Exception:
+            return None
+        if frame is None:
+            return None
+        import os
+
+        return f"{os.path.basename(frame.file_name)}:{frame.start_line}"
+
+    def out_dtype(self, i: int = 0) -> str:
+        return file_dtype(self.eqn.outvars[i].aval.dtype)
+
+    def out_shape(self, i: int = 0) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.eqn.outvars[i].aval.shape)
+
+    def ranks(self, x: str) -> tuple[str, ...]:
+        return self.b.ranks(x)
+
+    def shape(self, x: str) -> tuple[int, ...]:
+        return self.b.shape(x)
+
+    def dtype(self, x: str) -> str:
+        return self.b.dtype(x)
+
+    def tensor(self, ranks: Sequence[str], dtype: str, suffix: str | None = None) -> str:
+        return self.b.tensor(self.name if suffix is None else f"{self.name}.{suffix}", ranks, dtype)
+
+    def scalar(self, v: float, dtype: str) -> str:
+        return self.b.constant(f"{self.name}.c", float(v), dtype)
+
+    def data(self, arr: np.ndarray, dtype: str) -> str:
+        arr = np.asarray(arr)
+        if arr.ndim == 0:
+            return self.b.constant("const", float(arr), dtype)
+        name = self.b.source("const", arr.shape, dtype, "constant")
+        self.const_data[name] = arr
+        return name
+
+    # ------------------------------------------------------------------ walking
+    def read(self, env: dict, v: Any) -> Operand:
+        if isinstance(v, jcore.Literal):
+            val = np.asarray(v.val)
+            if val.ndim == 0:
+                return val.item()
+            return self.data(val, file_dtype(val.dtype))
+        return env[v]
+
+    def run(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[Operand]) -> list[Operand]:
+        """Lower ``jaxpr`` (open) with constvars bound to ``consts`` and invars to ``args``."""
+        env: dict[Any, Operand] = {}
+        for v, c in zip(jaxpr.constvars, consts, strict=True):
+            env[v] = c if isinstance(c, (str, int, float, bool)) else self.read(env, jcore.Literal(c, v.aval)) \
+                if np.ndim(c) == 0 else self.data(np.asarray(c), file_dtype(v.aval.dtype))
+        for v, a in zip(jaxpr.invars, args, strict=True):
+            env[v] = a
+        for eqn in jaxpr.eqns:
+            ins = [self.read(env, v) for v in eqn.invars]
+            outs = self.equation(eqn, ins)
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                env[v] = o
+        return [self.read(env, v) for v in jaxpr.outvars]
+
+    def run_closed(self, closed: Any, args: Sequence[Operand]) -> list[Operand]:
+        if hasattr(closed, "jaxpr") and hasattr(closed, "consts"):
+            return self.run(closed.jaxpr, closed.consts, args)
+        return self.run(closed, [], args)
+
+    def equation(self, eqn: Any, ins: list[Operand]) -> list[Operand]:
+        name = eqn.primitive.name
+        key = CALLS.get(name)
+        if key is not None and key in eqn.params:
+            sub = eqn.params[key]
+            n = len(sub.jaxpr.invars) if hasattr(sub, "jaxpr") else len(sub.invars)
+            return self.run_closed(sub, ins[len(ins) - n:])
+        self.eqn = eqn
+        self.counter += 1
+        fn = RULES.get(name)
+        reason = f"no lowering rule for primitive {name}"
+        if fn is not None:
+            mark = (len(self.b.nodes), len(self.b.tensors), dict(self.b.sizes))
+            try:
+                outs = fn(self, eqn, ins)
+                return [self.materialize(o, i) for i, o in enumerate(outs)]
+            except (NoLowering, TypeError, KeyError, ValueError, IndexError) as e:
+                why = str(e) if isinstance(e, NoLowering) else f"unsupported form ({type(e).__name__})"
+                reason = f"{name}: {why}"
+                del self.b.nodes[mark[0]:]
+                for k in list(self.b.tensors)[mark[1]:]:
+                    del self.b.tensors[k]
+        return self.make_opaque(eqn, ins, reason)
+
+    def materialize(self, o: Operand, i: int) -> Operand:
+        """A rule's scalar result stays a Python scalar for 0-d outputs, else a constant tensor."""
+        if isinstance(o, str) or self.out_shape(i) == ():
+            return o
+        return self.scalar(o, self.out_dtype(i))
+
+    def make_opaque(self, eqn: Any, ins: list[Operand], reason: str) -> list[Operand]:
+        srcs = []
+        for x in ins:
+            srcs.append(x if isinstance(x, str) else None)
+        tensors = [x for x in srcs if x is not None]
+        outs = []
+        for i, v in enumerate(eqn.outvars):
+            shape = tuple(int(s) for s in v.aval.shape)
+            ranks = self.b.new_ranks(["A*"] * len(shape), shape)
+            outs.append(self.b.tensor(f"{self.name}" if i == 0 else f"{self.name}.{i}", ranks,
+                                      file_dtype(v.aval.dtype)))
+        node = self.b.opaque(self.name, self.op, list(dict.fromkeys(tensors)), outs, reason, location=self.location)
+        self.opaque.append((node, eqn.primitive.name, reason))
+        order = list(dict.fromkeys(tensors))
+        prim, params, scalars = eqn.primitive, dict(eqn.params), list(ins)
+
+        def run_real(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+            arr = dict(zip(order, arrays, strict=True))
+            args = [arr[x] if isinstance(x, str) else x for x in scalars]
+            args = [a.astype(np.dtype(v.aval.dtype)) if isinstance(a, np.ndarray) else np.asarray(a, v.aval.dtype)
+                    for a, v in zip(args, eqn.invars, strict=True)]
+            res = prim.bind(*args, **params)
+            res = res if prim.multiple_results else [res]
+            return tuple(np.asarray(r, dtype=np.float32) if np.dtype(r.dtype).name == "bfloat16" else np.asarray(r)
+                         for r in res)
+
+        self.opaque_fns[node] = run_real
+        self.opaque_outs[node] = outs
+        return outs
