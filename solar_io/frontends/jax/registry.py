@@ -7,25 +7,9 @@ raises ``NoLowering`` for a case it does not handle; the equation then becomes o
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from ..common.registry import NoLowering, RuleFn, registry
 
-RuleFn = Callable[..., Any]
-RULES: dict[str, RuleFn] = {}
+__all__ = ["RULES", "NoLowering", "RuleFn", "rule"]
 
-
-class NoLowering(Exception):  # noqa: N818 - a signal, not an error
-    """Raised by a rule for a case it does not lower; the equation becomes opaque with this reason."""
-
-
-def rule(*names: str) -> Callable[[RuleFn], RuleFn]:
-    """Register the decorated function as the lowering of primitives ``names``."""
-
-    def deco(fn: RuleFn) -> RuleFn:
-        for name in names:
-            if name in RULES:
-                raise ValueError(f"two lowering rules for {name}")
-            RULES[name] = fn
-        return fn
-
-    return deco
+#: The rule table of this frontend and its ``@rule(*names)`` decorator.
+RULES, rule = registry()

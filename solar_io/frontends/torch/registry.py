@@ -16,28 +16,14 @@ node, like an op with no rule at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-RuleFn = Callable[..., Any]
-RULES: dict[str, RuleFn] = {}
+from ..common.registry import NoLowering, RuleFn, registry
 
+__all__ = ["RULES", "NoLowering", "RuleFn", "buffer_update_rule", "find_rule", "op_name", "rule", "ruled_ops"]
 
-class NoLowering(Exception):  # noqa: N818 - a signal, not an error
-    """Raised by a rule for a case it does not lower; the op becomes opaque with this reason."""
-
-
-def rule(*names: str) -> Callable[[RuleFn], RuleFn]:
-    """Register the decorated function as the lowering of ATen ops ``names``."""
-
-    def deco(fn: RuleFn) -> RuleFn:
-        for name in names:
-            if name in RULES:
-                raise ValueError(f"two lowering rules for {name}")
-            RULES[name] = fn
-        return fn
-
-    return deco
+#: The rule table of this frontend and its ``@rule(*names)`` decorator.
+RULES, rule = registry()
 
 
 def op_name(target: Any) -> tuple[str, str]:
