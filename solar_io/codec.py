@@ -1,8 +1,10 @@
 """Conversion between parsed YAML documents and ``Graph``, with structural checks.
 
 ``decode`` checks the shape of the document (required and unknown fields, types, names,
-enumerations) and collects every problem as an ``Issue`` with its path, raising one
-``GraphError``. Semantic checks (references, DAG, index bounds) are in ``validate``.
+enumerations, and that a file of an older minor version uses no field or map operator added
+after it) and collects every problem as an ``Issue`` with its path, raising one
+``GraphError``. The graph keeps the file's version (a newer minor reads as the current one).
+Semantic checks (references, DAG, index bounds) are in ``validate``.
 ``encode`` gives the canonical document: fixed key order, optional fields omitted.
 """
 
@@ -26,19 +28,20 @@ from .graph import (
     Validation,
 )
 from .ops import MAP_OPS, REDUCE_OPS
-from .versioning import CURRENT, VersionError, check_readable, parse_version
+from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
 TOP_KEYS = ("format", "version", "name", "producer", "ranks", "tensors", "nodes", "validation")
 PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256")
 TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value")
 NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
-             "map", "reduce", "axis", "pad", "fill", "reason", "attrs")
-VALIDATION_KEYS = ("status", "method", "reference", "seed", "rtol", "atol", "max_abs_error",
+             "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "attrs")
+VALIDATION_KEYS = ("status", "method", "reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error",
                    "max_rel_error", "reduced_ranks", "reason")
 
 #: Node fields each kind requires / also allows.
 KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "einsum": (frozenset({"space", "inputs", "output", "map", "reduce"}), frozenset({"pad", "fill"})),
+    "einsum": (frozenset({"space", "inputs", "output", "map", "reduce"}),
+               frozenset({"pad", "fill", "scan", "init"})),
     "data_movement": (frozenset({"movement", "inputs", "output"}),
                       frozenset({"space", "view", "axis", "pad", "fill"})),
     "opaque": (frozenset({"inputs", "outputs", "reason"}), frozenset()),
@@ -47,9 +50,10 @@ COMMON_NODE = frozenset({"name", "kind", "op", "location", "attrs"})
 
 
 class _Decoder:
-    def __init__(self, lenient_fields: bool):
+    def __init__(self, version: tuple[int, int]):
         self.issues: list[Issue] = []
-        self.lenient = lenient_fields
+        self.version = version
+        self.lenient = version > CURRENT  # fields of a newer minor version are ignored with a warning
         self.rank_names: set[str] = set()  # names already found valid
         self.tensor_names: set[str] = set()
 
@@ -70,6 +74,15 @@ class _Decoder:
                 else:
                     self.err(path + (str(k),), f"unknown field {k!r} in {what}; allowed: {', '.join(keys)}")
         return v
+
+    def since(self, d: dict, record: str, path: tuple) -> None:
+        """Refuse fields of ``d`` that are newer than the file's version."""
+        if self.version >= CURRENT:  # a current file may use every field
+            return
+        for k in d:
+            msg = too_new(f"field {k!r}", SINCE[(record, k)], self.version) if (record, k) in SINCE else None
+            if msg:
+                self.err(path + (k,), msg)
 
     def get(self, d: dict, key: str, path: tuple, types: tuple, required: bool, what: str) -> Any:
         if key not in d:
@@ -142,7 +155,7 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
         check_readable(version)
     except VersionError as e:
         raise GraphError([Issue(("version",), str(e))], file) from None
-    dec = _Decoder(lenient_fields=version > CURRENT)
+    dec = _Decoder(version)
     top = dec.mapping(doc, (), TOP_KEYS, "the document") or {}
     name = dec.get(top, "name", (), (str,), False, "the document")
     producer = _producer(dec, top.get("producer"))
@@ -154,7 +167,7 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     if errors:
         raise GraphError(dec.issues, file)
     g = Graph(ranks=ranks, tensors=tensors, nodes=nodes, producer=producer, validation=validation,
-              name=name, version=f"{CURRENT[0]}.{CURRENT[1]}")
+              name=name, version=version_text(min(version, CURRENT)))
     return g, dec.issues
 
 
@@ -256,6 +269,7 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     if d is None:
         return None
     n0 = len(dec.issues)
+    dec.since(d, "node", path)
     name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
     what = f"node {name}"
     kind = dec.get(d, "kind", path, (str,), True, what)
@@ -284,6 +298,8 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     map_op = dec.get(d, "map", path, (str,), False, what)
     if map_op is not None and map_op not in MAP_OPS:
         dec.err(path + ("map",), f"unknown map op {map_op!r}; known: {', '.join(MAP_OPS)}")
+    elif map_op is not None and (msg := too_new(f"map op {map_op!r}", MAP_OPS[map_op].since, dec.version)):
+        dec.err(path + ("map",), msg)
     reduce_op = dec.get(d, "reduce", path, (str,), False, what)
     if reduce_op is not None and reduce_op not in REDUCE_OPS:
         dec.err(path + ("reduce",), f"unknown reduce op {reduce_op!r}; known: {', '.join(REDUCE_OPS)}")
@@ -294,6 +310,8 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     view = dec.get(d, "view", path, (bool,), False, what)
     fill = dec.get(d, "fill", path, (float,), False, what)
     reason = dec.get(d, "reason", path, (str,), False, what)
+    scan = dec.name(d["scan"], path + ("scan",), rank=True) if "scan" in d else None
+    init = dec.name(d["init"], path + ("init",)) if "init" in d else None
     pad = _pad(dec, d.get("pad"), path + ("pad",)) if "pad" in d else ()
     attrs = _attrs(dec, d.get("attrs"), path + ("attrs",)) if "attrs" in d else ()
     if len(dec.issues) != n0 or any(a is None for a in inputs + outputs):
@@ -301,7 +319,7 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     return Node(name=name, kind=kind, op=op, inputs=inputs, outputs=outputs, space=space or (),
                 map=map_op, reduce=reduce_op, movement=movement, axis=axis, view=bool(view),
                 pad=pad, fill=None if fill is None else float(fill), reason=reason, location=location,
-                attrs=attrs)
+                attrs=attrs, scan=scan, init=init)
 
 
 def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:
@@ -350,12 +368,17 @@ def _validation(dec: _Decoder, v: Any) -> Validation:
     d = dec.mapping(v, path, VALIDATION_KEYS, "validation")
     if d is None:
         return Validation()
+    dec.since(d, "validation", path)
     status = dec.get(d, "status", path, (str,), True, "validation")
     if status is not None and status not in VALIDATION_STATUS:
         dec.err(path + ("status",), f"unknown status {status!r}; known: {', '.join(VALIDATION_STATUS)}")
     method = dec.get(d, "method", path, (str,), True, "validation")
-    vals: dict[str, Any] = {k: dec.get(d, k, path, (str,), False, "validation") for k in ("reference", "reason")}
+    vals: dict[str, Any] = {k: dec.get(d, k, path, (str,), False, "validation")
+                            for k in ("reference", "reason", "model")}
     vals["seed"] = dec.get(d, "seed", path, (int,), False, "validation")
+    vals["attempts"] = dec.get(d, "attempts", path, (int,), False, "validation")
+    if vals["attempts"] is not None and vals["attempts"] < 1:
+        dec.err(path + ("attempts",), f"attempts must be a positive integer, got {vals['attempts']}")
     for k in ("rtol", "atol", "max_abs_error", "max_rel_error"):
         x = dec.get(d, k, path, (float,), False, "validation")
         if x is not None and not (x >= 0):
@@ -387,7 +410,7 @@ def encode(g: Graph) -> dict:
     doc["nodes"] = [_encode_node(n) for n in g.nodes]
     v = g.validation
     val: dict[str, Any] = {"status": v.status, "method": v.method}
-    for k in ("reference", "seed", "rtol", "atol", "max_abs_error", "max_rel_error"):
+    for k in ("reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error", "max_rel_error"):
         if getattr(v, k) is not None:
             val[k] = getattr(v, k)
     if v.reduced_ranks:
@@ -422,10 +445,14 @@ def _encode_node(n: Node) -> dict:
         d["outputs"] = [str(a) for a in n.outputs]
     else:
         d["output"] = str(n.outputs[0])
+    if n.init is not None:
+        d["init"] = n.init
     if n.map is not None:
         d["map"] = n.map
     if n.reduce is not None:
         d["reduce"] = n.reduce
+    if n.scan is not None:
+        d["scan"] = n.scan
     if n.axis is not None:
         d["axis"] = n.axis
     if n.pad:

@@ -33,6 +33,18 @@ Algorithm of an einsum node (a ``copy`` is an einsum with map identity, reduce n
    buffer), then reduced ranks (partial results combined; argmax/argmin keep the earlier index on
    ties), so the full iteration space is never materialised.
 
+4. *Scan* (``scan: S``, format 1.1): the result of 2 or 3, over the output's ranks, is
+   replaced by its inclusive prefix along S under the reduce op (``np.add.accumulate``,
+   ``np.multiply/maximum/minimum.accumulate``): cumsum, cumprod, cummax, cummin.
+5. *Scatter* (an output index ``@t``, format 1.1): the output starts as a copy of the
+   ``init`` input; the map values over the whole space (chunked as in 3) are written to the
+   elements their index values select: reduce ``add``/``mul``/``max``/``min`` combine with
+   what is there through ``ufunc.at`` (every point counts, duplicates included); reduce
+   ``none`` assigns with numpy's fancy assignment, where of several points selecting one
+   element numpy keeps the last in row-major order of the space (torch leaves that choice
+   undefined; byte and FLOP counts do not depend on it). Index values outside the output's
+   extent are an ExecutionError.
+
 Ranks of the space that no operand uses are handled exactly: an output rank broadcasts,
 a reduced one repeats the same value (``add`` multiplies by its size, and so on).
 ``reshape`` is a row-major ``np.reshape``, ``concat`` is ``np.concatenate`` along the
@@ -54,7 +66,7 @@ from .affine import Access, AffineExpr, Indirect
 from .dtypes import numpy_dtype
 from .errors import GraphError, SolarIOError
 from .graph import Graph, Node
-from .ops import MAP_OPS
+from .ops import MAP_OPS, REDUCE_OPS
 from .validate import validate
 
 #: Largest block of iteration points evaluated at once by the broadcasting path.
@@ -174,10 +186,10 @@ def _opaque(graph: Graph, node: Node, env: dict[str, np.ndarray],
 def _einsum(graph: Graph, node: Node, env: dict[str, np.ndarray], map_name: str, reduce: str) -> np.ndarray:
     space = node.space
     sizes = {r: graph.rank_sizes[r] for r in space}
-    index_tensors = {e.tensor for a in node.inputs for e in a.index or () if isinstance(e, Indirect)}
-    build = _OperandBuilder(graph, node, env, sizes)
-    data = [build(a) for a in node.inputs if a.tensor not in index_tensors]
     out = node.outputs[0]
+    index_tensors = {e.tensor for a in node.inputs + (out,) for e in a.index or () if isinstance(e, Indirect)}
+    build = _OperandBuilder(graph, node, env, sizes)
+    data = [build(a) for a in node.inputs if a.tensor not in index_tensors and a.tensor != node.init]
     out_ranks = [e.terms[0][0] for e in out.index or () if isinstance(e, AffineExpr)]
     out_space = tuple(r for r in space if r in out_ranks)
     reduced = tuple(r for r in space if r not in out_ranks)
@@ -187,6 +199,9 @@ def _einsum(graph: Graph, node: Node, env: dict[str, np.ndarray], map_name: str,
         dt = np.result_type(*(a.dtype for a, _ in data))
     else:
         dt = out_dt
+    if node.init is not None:
+        vals = _broadcast_reduce(op.fn, data, space, sizes, space, "none", dt)
+        return _scatter(graph, node, env, build, vals, reduce, out_dt)
     if map_name == "mul" and reduce == "add" and reduced:
         res, keep = _contract(data, out_space, reduced, sizes, dt)
         # Output ranks no operand uses: the value repeats along them.
@@ -194,8 +209,39 @@ def _einsum(graph: Graph, node: Node, env: dict[str, np.ndarray], map_name: str,
                               [sizes[r] for r in out_space])
     else:
         res = _broadcast_reduce(op.fn, data, space, sizes, out_space, reduce, dt)
+    if node.scan is not None:
+        res = REDUCE_OPS[reduce].ufunc.accumulate(res, axis=out_space.index(node.scan), dtype=res.dtype)
     res = res.transpose([out_space.index(r) for r in out_ranks])
     return np.asarray(res.astype(out_dt, copy=False), order="C")  # (ascontiguousarray makes 0-d 1-d)
+
+
+def _scatter(graph: Graph, node: Node, env: dict[str, np.ndarray], build: _OperandBuilder, vals: np.ndarray,
+             reduce: str, out_dt: np.dtype) -> np.ndarray:
+    """The ``init`` tensor with ``vals`` (over the whole space) written where the output's index selects."""
+    out = node.outputs[0]
+    space, sizes = node.space, build.sizes
+    res = np.array(env[node.init], dtype=out_dt, copy=True)
+    tensor = graph.tensor_map[out.tensor]
+    index = []
+    for d, e in enumerate(out.index or ()):
+        if isinstance(e, Indirect):
+            arr, ranks = build(build.first[e.tensor])
+            arr = arr.astype(np.int64, copy=False)
+            lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+            if lo < 0 or hi >= res.shape[d]:
+                raise ExecutionError(f"node {node.name}: index tensor {e.tensor} holds values in [{lo}, {hi}], "
+                                     f"outside [0, {res.shape[d] - 1}] of {out.tensor} dim {tensor.ranks[d]}")
+        else:
+            r = e.terms[0][0]  # type: ignore[union-attr]
+            arr, ranks = np.arange(sizes[r], dtype=np.int64), (r,)
+        index.append(arr[tuple(slice(None) if r in ranks else None for r in space)])
+    index = [np.broadcast_to(i, vals.shape) for i in index]
+    vals = vals.astype(out_dt, copy=False)
+    if reduce == "none":
+        res[tuple(index)] = vals
+    else:
+        REDUCE_OPS[reduce].ufunc.at(res, tuple(index), vals)  # type: ignore[union-attr]
+    return res
 
 
 class _OperandBuilder:

@@ -14,7 +14,7 @@ from functools import cached_property
 from .affine import Access
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 KINDS = ("einsum", "data_movement", "opaque")
@@ -82,6 +82,8 @@ class Node:
     reason: str | None = None
     location: str | None = None
     attrs: tuple[tuple[str, Scalar], ...] = ()
+    scan: str | None = None
+    init: str | None = None
 
     def pad_of(self, tensor: str) -> dict[str, tuple[int, int]]:
         """The implicit border declared for ``tensor``: {dim rank: (low, high)}."""
@@ -105,11 +107,17 @@ class Validation:
     max_rel_error: float | None = None
     reduced_ranks: tuple[tuple[str, int], ...] = ()
     reason: str | None = None
+    model: str | None = None  # since 1.1: the model that wrote a translated program (LLM frontend)
+    attempts: int | None = None  # since 1.1: generate-run-compare attempts it took
 
 
 @dataclass(frozen=True)
 class Graph:
-    """A whole einsum graph. Build it with ``solar_io.load``/``loads`` or directly."""
+    """A whole einsum graph. Build it with ``solar_io.load``/``loads`` or directly.
+
+    ``version`` is the format version the graph is written in: a loaded file keeps its own
+    (a 1.0 file dumps as 1.0), a graph built in code gets the current one.
+    """
 
     ranks: tuple[tuple[str, int], ...]
     tensors: tuple[Tensor, ...]

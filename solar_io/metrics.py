@@ -5,11 +5,22 @@ Computed from the file on demand, never stored in it.
 - Matrix FLOPs: contractions (map ``mul`` with reduce ``add`` over at least two inputs and
   at least one reduced rank), 2 per multiply-accumulate; the work a matrix unit can do.
 - Vector FLOPs: every other map application (its registry cost per point) plus one
-  combine per reduced element (``points - output points``).
+  combine per reduced element (``points - output points``). A scan along S (format 1.1)
+  adds the combines of a sequential inclusive scan, ``n_S - 1`` per row of the output
+  along S: with the reduction, ``points - output points / n_S`` in all, which is also the
+  fewest any algorithm can do (the last element of a row combines every point of the row,
+  one binary combine per point but one). A scatter (an ``@t`` index in the output) combines
+  every point into the output (``points``) unless its reduce is ``none``; it is never a
+  contraction.
 - Transcendental: special-function evaluations (exp, log, tanh, rsqrt, ...).
 - Bytes: per tensor, distinct elements touched (``footprint``) times the dtype's storage
   width times its density (a sparse tensor is stored compressed). Constants that are one
-  repeated value are immediates: zero bytes. View-only data movement moves no bytes.
+  repeated value are immediates: zero bytes. View-only data movement moves no bytes. An
+  access through ``@t`` touches at most one element per iteration point, and per gathered
+  dimension at most as many as ``t`` holds indexes (taken as distinct): this applies to
+  gathers and to scattered outputs alike, which write only the elements they select (the
+  rest keep the ``init`` tensor's values in place); the ``init`` tensor is read at those
+  elements when the scatter combines into them, and not at all for reduce ``none``.
 - Opaque nodes have known bytes and *unknown* compute (``compute_known`` is False).
 """
 
@@ -19,7 +30,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from ._gc import gc_paused
-from .affine import AffineExpr, Indirect
+from .affine import Access, AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
 from .graph import Graph, Node, Tensor
@@ -90,41 +101,60 @@ def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:
     return out
 
 
+def _has_indirect(a: Access) -> bool:
+    return any(type(e) is Indirect for e in a.index or ())
+
+
 def node_metrics(g: Graph, node: Node) -> NodeMetrics:
     """The derived counts of ``node`` in ``g``."""
     sizes = g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
+    writes: dict[str, float] = {}
     exact = True
+    points = prod(sizes[r] for r in node.space) if node.space else (
+        prod(g.shape(node.outputs[0].tensor)) if node.outputs else 0)
     if not (node.kind == "data_movement" and node.view):
-        gathers = node.kind != "opaque" and any(type(e) is Indirect for a in node.inputs for e in a.index or ())
+        gathers = node.kind != "opaque" and any(_has_indirect(a) for a in node.inputs + node.outputs[:1])
         indirect = _indirect_counts(g, node) if gathers else {}
         for a in node.inputs:
             t = tmap[a.tensor]
-            elements, ok = access_elements(a, t.ranks, sizes, indirect)
+            if a.tensor == node.init and node.reduce == "none":
+                elements, ok = 0.0, True  # overwritten in place: never read
+            else:
+                elements, ok = access_elements(a, t.ranks, sizes, indirect)
+            if gathers and _has_indirect(a):
+                elements = min(elements, float(points))
             exact = exact and ok
             # Several accesses of one tensor: the largest is a lower bound on their union.
             reads[a.tensor] = max(reads.get(a.tensor, 0.0), tensor_bytes(g, t, elements))
-    writes = {} if (node.kind == "data_movement" and node.view) else {
-        a.tensor: tensor_bytes(g, tmap[a.tensor]) for a in node.outputs}
-    points = prod(sizes[r] for r in node.space) if node.space else (
-        prod(g.shape(node.outputs[0].tensor)) if node.outputs else 0)
+        for a in node.outputs:
+            elements = None
+            if gathers and _has_indirect(a):
+                elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect)[0], float(points))
+            writes[a.tensor] = tensor_bytes(g, tmap[a.tensor], elements)
     macs, fm, fv, ft = 0, 0.0, 0.0, 0.0
     if node.kind == "einsum":
         op = MAP_OPS[node.map]  # type: ignore[index]
-        index_inputs = {e.tensor for a in node.inputs for e in a.index or () if type(e) is Indirect}
-        n_in = sum(1 for a in node.inputs if a.tensor not in index_inputs)
+        index_inputs = {e.tensor for a in node.inputs + node.outputs for e in a.index or () if type(e) is Indirect}
+        n_in = sum(1 for a in node.inputs if a.tensor not in index_inputs and a.tensor != node.init)
         out_ranks = {e.terms[0][0] for e in node.outputs[0].index or () if isinstance(e, AffineExpr)}
         out_points = prod(sizes[r] for r in node.space if r in out_ranks)
         reduced = len(out_ranks) < len(node.space)
         applications = max(1, n_in - 1) if op.arity is None else 1
-        combines = 0 if node.reduce == "none" else points - out_points
-        if node.map == "mul" and node.reduce == "add" and n_in >= 2 and reduced:
+        if node.reduce == "none":
+            combines = 0
+        elif node.init is not None:
+            combines = points  # a scatter: every point combines into the element it selects
+        else:
+            combines = points - out_points
+        scanned = out_points - out_points // sizes[node.scan] if node.scan is not None else 0
+        if node.map == "mul" and node.reduce == "add" and n_in >= 2 and reduced and node.init is None:
             macs = points
             fm = 2.0 * points
-            fv = float(points * (n_in - 2))
+            fv = float(points * (n_in - 2) + scanned)
         else:
-            fv = float(points * op.vector * applications + combines)
+            fv = float(points * op.vector * applications + combines + scanned)
             ft = float(points * op.transcendental)
     return NodeMetrics(node.name, node.kind, points, macs, fm, fv, ft, reads, writes,
                        compute_known=node.kind != "opaque", bytes_exact=exact)

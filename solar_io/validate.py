@@ -3,9 +3,11 @@
 Checks: names unique; ranks declared and sized; accesses name existing tensors with one
 index per dimension; affine indexes stay inside each tensor's extents over the iteration
 space (plus any declared padding), which catches an off-by-one convolution padding; map
-arity, reduce rules and output indexing per node kind; every tensor produced at most once,
+arity, reduce rules and output indexing per node kind; scans (``scan``) and scatters (an
+``@t`` index in the output, with ``init``); every tensor produced at most once,
 inputs/weights/constants never produced, outputs/intermediates produced exactly once and
-before they are read (nodes are in topological order; a cycle is named as such).
+before they are read (nodes are in topological order; a cycle is named as such); and that a
+graph of version 1.0 uses nothing newer (fields, uses and map operators of 1.1).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from .affine import Access, AffineExpr, Indirect
 from .dtypes import DTYPES
 from .errors import Issue
 from .graph import Graph, Node
-from .ops import MAP_OPS, arity_ok
+from .ops import MAP_OPS, REDUCE_OPS, arity_ok
+from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, SINCE, VersionError, parse_version, too_new
 
 SOURCE_ROLES = ("input", "weight", "constant")
 
@@ -32,6 +35,11 @@ class _Validator:
         self.issues: list[Issue] = []
         self.sizes = g.rank_sizes
         self.tensors = g.tensor_map
+        try:
+            self.version = parse_version(g.version)
+        except VersionError as e:
+            self.version = (1, 1)
+            self.err(("version",), str(e))
 
     def err(self, path: tuple, msg: str) -> None:
         self.issues.append(Issue(path, msg))
@@ -59,6 +67,10 @@ class _Validator:
                 self.err(("nodes", i, "name"), f"node name {n.name!r} is used twice")
             names.add(n.name)
             self.node(i, n)
+        for key in ("model", "attempts"):
+            msg = too_new(f"field {key!r}", SINCE[("validation", key)], self.version)
+            if getattr(g.validation, key) is not None and msg:
+                self.err(("validation", key), msg)
         self.dataflow()
 
     # ------------------------------------------------------------------ per node
@@ -77,17 +89,36 @@ class _Validator:
             return  # already reported
         if any(r not in self.sizes for r in n.space):
             return
+        self._since(path, n)
         getattr(self, f"_{n.kind}")(path, n)
+
+    def _since(self, path: tuple, n: Node) -> None:
+        if self.version >= CURRENT:  # a current graph may use everything
+            return
+        uses = [("scan", n.scan is not None, "field 'scan'", SINCE[("node", "scan")]),
+                ("init", n.init is not None, "field 'init'", SINCE[("node", "init")]),
+                ("output", self._indirect_output(n), "an @ index in an output", OUTPUT_INDIRECT_SINCE)]
+        for key, used, what, since in uses:
+            msg = too_new(what, since, self.version) if used else None
+            if msg:
+                self.err(path + (key,), f"node {n.name}: {msg}")
+        if n.map in MAP_OPS and (msg := too_new(f"map op {n.map!r}", MAP_OPS[n.map].since, self.version)):
+            self.err(path + ("map",), f"node {n.name}: {msg}")
 
     def _einsum(self, path: tuple, n: Node) -> None:
         op = MAP_OPS[n.map]  # type: ignore[index]
-        n_data = sum(1 for a in n.inputs if not self._is_index_input(n, a.tensor))
+        n_data = sum(1 for a in n.inputs if not self._is_index_input(n, a.tensor) and a.tensor != n.init)
         if not arity_ok(op, n_data):
             want = "2 or more" if op.arity is None else str(op.arity)
             self.err(path + ("inputs",), f"node {n.name}: map {n.map} takes {want} inputs "
-                     f"(besides index tensors read through @name), got {n_data}")
+                     f"(besides index tensors read through @name{' and init' if n.init else ''}), got {n_data}")
         self._indexed(path, n)
+        if self._indirect_output(n) or n.init is not None:
+            self._scatter(path, n)
+            return
         reduced = self._reduced(n)
+        if n.scan is not None:
+            self._scan(path, n)
         if n.reduce == "none" and reduced:
             self.err(path + ("reduce",), f"node {n.name}: reduce none, but ranks {', '.join(reduced)} are not "
                      "in the output; give a reduce op or index the output by them")
@@ -98,6 +129,43 @@ class _Validator:
             if DTYPES[self.tensors[n.outputs[0].tensor].dtype].family not in ("int", "uint"):
                 self.err(path + ("output",), f"node {n.name}: {n.reduce} writes indices; the output dtype "
                          "must be an integer type")
+
+    def _scan(self, path: tuple, n: Node) -> None:
+        out_ranks = [e.terms[0][0] for e in n.outputs[0].index or () if isinstance(e, AffineExpr) and e.is_rank()]
+        if n.scan not in out_ranks:
+            self.err(path + ("scan",), f"node {n.name}: scan rank {n.scan} must be a rank of the space that "
+                     "indexes the output (a scan keeps the rank)")
+        if REDUCE_OPS[n.reduce].ufunc is None:  # type: ignore[index]
+            self.err(path + ("scan",), f"node {n.name}: a scan needs reduce add, mul, max or min, got {n.reduce}")
+
+    def _scatter(self, path: tuple, n: Node) -> None:
+        """An output indexed through @t: points write the selected elements; the rest keep ``init``."""
+        out = n.outputs[0]
+        if n.scan is not None:
+            self.err(path + ("scan",), f"node {n.name}: a scan cannot write through an @ index")
+        if not self._indirect_output(n):
+            self.err(path + ("init",), f"node {n.name}: init is only for outputs written through an @ index "
+                     "(a scatter)")
+            return
+        if n.reduce != "none" and REDUCE_OPS[n.reduce].ufunc is None:  # type: ignore[index]
+            self.err(path + ("reduce",), f"node {n.name}: a scatter combines with reduce none, add, mul, max "
+                     f"or min, got {n.reduce}")
+        if n.init is None:
+            self.err(path, f"node {n.name}: an output written through an @ index needs init: the input tensor "
+                     "whose values the elements no point writes keep")
+            return
+        inits = [a for a in n.inputs if a.tensor == n.init]
+        if len(inits) != 1 or inits[0].index != out.index:
+            self.err(path + ("init",), f"node {n.name}: init {n.init} must be read exactly once, with the "
+                     f"output's index: {n.init}[{', '.join(str(e) for e in out.index or ())}]")
+            return
+        t, o = self.tensors[n.init], self.tensors[out.tensor]
+        if self.g.shape(t.name) != self.g.shape(o.name) or t.dtype != o.dtype:
+            self.err(path + ("init",), f"node {n.name}: init {t.name} ({t.dtype} {list(self.g.shape(t.name))}) "
+                     f"must have the dtype and shape of output {o.name} ({o.dtype} {list(self.g.shape(o.name))})")
+
+    def _indirect_output(self, n: Node) -> bool:
+        return n.kind == "einsum" and any(isinstance(e, Indirect) for e in n.outputs[0].index or ())
 
     def _data_movement(self, path: tuple, n: Node) -> None:
         out = self.tensors[n.outputs[0].tensor]
@@ -173,7 +241,7 @@ class _Validator:
     # ------------------------------------------------------------------ indexing
     def _is_index_input(self, n: Node, tensor: str) -> bool:
         return any(isinstance(e, Indirect) and e.tensor == tensor
-                   for a in n.inputs if a.index for e in a.index)
+                   for a in n.inputs + n.outputs[:1] if a.index for e in a.index)
 
     def _reduced(self, n: Node) -> list[str]:
         out = n.outputs[0]
@@ -209,9 +277,19 @@ class _Validator:
             self.err(opath, f"node {n.name}: output {o.tensor} has {len(t.ranks)} dims, index has {len(o.index)}")
             return
         seen: set[str] = set()
+        # A scatter writes only the elements it selects: its plain ranks may cover part of a dimension.
+        scatter = self._indirect_output(n)
         for d, e in enumerate(o.index):
+            if isinstance(e, Indirect) and n.kind == "einsum":
+                src = self.tensors.get(e.tensor)
+                if e.tensor not in input_names or e.tensor == o.tensor or src is None:
+                    self.err(opath, f"node {n.name}: @{e.tensor} must name an input of this node")
+                elif DTYPES[src.dtype].family not in ("int", "uint"):
+                    self.err(opath, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
+                continue
             if not (isinstance(e, AffineExpr) and e.is_rank()):
-                self.err(opath, f"node {n.name}: output index {e} must be a plain rank of the space")
+                self.err(opath, f"node {n.name}: output index {e} must be a plain rank of the space"
+                         + (" or @t (a scatter)" if n.kind == "einsum" else ""))
                 continue
             r = e.terms[0][0]
             if r not in space or r in seen:
@@ -219,7 +297,10 @@ class _Validator:
                 continue
             seen.add(r)
             want = self.sizes[t.ranks[d]]
-            if self.sizes.get(r) != want:
+            if scatter and self.sizes[r] > want:
+                self.err(opath, f"node {n.name}: output {o.tensor} dim {d} ({t.ranks[d]}={want}) is indexed "
+                         f"by {r}={self.sizes[r]}, beyond its extent")
+            elif not scatter and self.sizes.get(r) != want:
                 self.err(opath, f"node {n.name}: output {o.tensor} dim {d} ({t.ranks[d]}={want}) is indexed "
                          f"by {r}={self.sizes.get(r)}; every output element must be written once")
 

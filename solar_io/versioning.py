@@ -4,6 +4,10 @@ A file's ``version`` is ``"MAJOR.MINOR"``. Minor versions only add optional fiel
 reader accepts any minor of a major it knows (fields from a newer minor are ignored with a
 warning); it refuses a newer major and names the versions it reads. ``migrate`` upgrades a
 document of any known older version to the current one, one step at a time.
+
+``SINCE`` records the minor version that introduced each optional field, so a file that
+says it is 1.0 cannot use a 1.1 field (the reader names the field and the version it needs);
+the map operators carry their own ``since`` in ``ops.MAP_OPS``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,30 @@ def check_readable(version: tuple[int, int]) -> None:
     if version[0] < CURRENT[0] and version[0] not in MIGRATIONS:
         raise VersionError(f"version {version[0]}.{version[1]} is not a released format version "
                            f"(this solar-io reads {READS})")
+
+
+#: {(record, field): the version that introduced it}; fields absent here exist since 1.0.
+SINCE: dict[tuple[str, str], tuple[int, int]] = {
+    ("node", "scan"): (1, 1),
+    ("node", "init"): (1, 1),
+    ("validation", "model"): (1, 1),
+    ("validation", "attempts"): (1, 1),
+}
+#: The version since which an einsum's output may be indexed through ``@t`` (a scatter).
+OUTPUT_INDIRECT_SINCE: tuple[int, int] = (1, 1)
+
+
+def version_text(version: tuple[int, int]) -> str:
+    """(1, 1) -> ``"1.1"``."""
+    return f"{version[0]}.{version[1]}"
+
+
+def too_new(feature: str, since: tuple[int, int], version: tuple[int, int]) -> str | None:
+    """The message for ``feature`` (new in ``since``) used in a file of ``version``, or None if allowed."""
+    if version >= since:
+        return None
+    return (f"{feature} is new in format {version_text(since)}; this file says version {version_text(version)} "
+            "(solar-io migrate upgrades it)")
 
 
 #: {major: function upgrading a document of that major to major + 1}. Empty while only v1 exists.

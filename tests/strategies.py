@@ -21,7 +21,7 @@ free_text = st.text(min_size=1, max_size=20)
 
 @st.composite
 def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph:
-    """A random valid graph: einsum, copy, reshape and opaque nodes over small ranks."""
+    """A random valid graph: einsum (with scans), scatter, copy, reshape and opaque nodes over small ranks."""
     n_ranks = draw(st.integers(1, 5))
     ranks = [(f"R{i}", draw(st.integers(1, max_size))) for i in range(n_ranks)]
     sizes = dict(ranks)
@@ -39,7 +39,9 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
     nodes: list[Node] = []
     consumed: set[str] = set()
     for k in range(draw(st.integers(1, max_nodes))):
-        kind = draw(st.sampled_from(["einsum", "einsum", "copy", "reshape", "opaque"]))
+        kind = draw(st.sampled_from(["einsum", "einsum", "scatter", "copy", "reshape", "opaque"]))
+        if kind == "scatter" and not any(t.ranks for t in readable):
+            kind = "einsum"
         out_name = f"{prefix}_t{k}"
         dt = draw(st.sampled_from(FLOAT_DTYPES))
         if kind == "einsum":
@@ -53,10 +55,25 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
                 reduce_op = "none"
             map_op = draw(st.sampled_from(UNARY)) if len(ins) == 1 else draw(st.sampled_from(NARY))
             out = Tensor(out_name, tuple(out_ranks), dt, "intermediate")
+            scan = draw(st.none() | st.sampled_from(out_ranks)) if out_ranks and reduce_op in REDUCE else None
             node = Node(f"n{k}", "einsum", draw(text), tuple(parse_access(f"{t.name}[{', '.join(t.ranks)}]")
                                                                for t in ins),
                         (parse_access(f"{out_name}[{', '.join(out_ranks)}]"),), space=tuple(space),
-                        map=map_op, reduce=reduce_op, location=draw(st.none() | text))
+                        map=map_op, reduce=reduce_op, location=draw(st.none() | text), scan=scan)
+        elif kind == "scatter":
+            # out[@idx, rest] combines src[r0, rest] into a copy of init; idx is an immediate (all zeros).
+            src = draw(st.sampled_from([t for t in readable if t.ranks]))
+            idx = Tensor(f"{prefix}_idx{k}", src.ranks[:1], "int64", "constant", value=0.0)
+            init = Tensor(f"{prefix}_init{k}", src.ranks, dt, "input")
+            out = Tensor(out_name, src.ranks, dt, "intermediate")
+            index = ", ".join([f"@{idx.name}", *src.ranks[1:]])
+            node = Node(f"n{k}", "einsum", "scatter", (parse_access(f"{init.name}[{index}]"),
+                                                       parse_access(f"{src.name}[{', '.join(src.ranks)}]"),
+                                                       parse_access(f"{idx.name}[{src.ranks[0]}]")),
+                        (parse_access(f"{out_name}[{index}]"),), space=src.ranks, map="identity",
+                        reduce=draw(st.sampled_from(["none"] + REDUCE)), init=init.name)
+            tensors += [idx, init]
+            ins = [src]
         elif kind == "copy":
             src = draw(st.sampled_from(readable))
             perm = draw(st.permutations(list(src.ranks)))
@@ -95,6 +112,7 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
         Validation("passed", "numeric", reference=draw(text), seed=draw(st.integers(0, 2**31)),
                    rtol=draw(st.floats(0, 1)), atol=draw(st.floats(0, 1)),
                    max_abs_error=draw(st.floats(0, 1e30)), reduced_ranks=(("R0", 1),)),
+        Validation("passed", "reference-executor", model=draw(text), attempts=draw(st.integers(1, 9))),
     ]))
     producer = Producer(tool_version="0.1.0", frontend=draw(st.sampled_from(["hand-written", "torch"])),
                         source=draw(st.none() | text))

@@ -29,9 +29,9 @@ from solar_io.yamltext import format_float
 RNG = np.random.default_rng(1234)
 
 
-def make(ranks: dict[str, int], tensors: dict[str, tuple], nodes: str) -> solar_io.Graph:
+def make(ranks: dict[str, int], tensors: dict[str, tuple], nodes: str, version: str = "1.0") -> solar_io.Graph:
     """A validated graph: ``tensors`` maps name -> (ranks "A B", role[, dtype[, value]])."""
-    lines = ["format: solar-io.einsum-graph", 'version: "1.0"', "producer:", "  tool: solar-io",
+    lines = ["format: solar-io.einsum-graph", f'version: "{version}"', "producer:", "  tool: solar-io",
              "  tool_version: 0.1.0", "  frontend: hand-written", "ranks:"]
     lines += [f"  {r}: {n}" for r, n in ranks.items()]
     lines.append("tensors:")
@@ -686,7 +686,10 @@ def affine_einsums(draw):
         out = [r for r in space if r != dropped]
     else:
         out = [r for r in space if draw(st.booleans())]
-    if reduce != "none" and len(out) == len(space):
+    # format 1.1: an inclusive scan along one output rank, after the reduction
+    scan = draw(st.sampled_from(out)) if reduce in ("add", "max", "min", "mul") and out and draw(st.booleans()) \
+        else None
+    if reduce != "none" and len(out) == len(space) and scan is None:
         reduce = "none"
     out = draw(st.permutations(out))
     for r in out:
@@ -699,8 +702,11 @@ def affine_einsums(draw):
         node["pad"] = pads
     if fill is not None and pads:
         node["fill"] = fill
+    if scan is not None:
+        node["scan"] = scan
     text = "- {" + ", ".join(f"{k}: {v!r}" if isinstance(v, str) else f"{k}: {v}" for k, v in node.items()) + "}"
-    return make(ranks, tensors, text.replace("'", '"')), arrays, draw(st.sampled_from([None, 2, 7]))
+    return (make(ranks, tensors, text.replace("'", '"'), version="1.1" if scan else "1.0"), arrays,
+            draw(st.sampled_from([None, 2, 7])))
 
 
 def naive(g: solar_io.Graph, arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -735,6 +741,9 @@ def naive(g: solar_io.Graph, arrays: dict[str, np.ndarray]) -> np.ndarray:
     res = np.zeros(shape, dtype=np.float64)
     for key, v in acc.items():
         res[key] = v[1] if node.reduce == "argmax" else v
+    if node.scan is not None:
+        op = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[node.reduce]
+        res = scan_loop(res, op, out_ranks.index(node.scan))
     return res
 
 
@@ -768,3 +777,183 @@ def test_every_random_valid_graph_executes(g: solar_io.Graph):
     assert set(out) == {t.name for t in g.tensors}
     for t in g.tensors:
         assert out[t.name].shape == g.shape(t.name) and out[t.name].dtype == numpy_dtype(t.dtype)
+
+
+# ----------------------------------------------------------------------------- format 1.1: scans and scatters
+
+def make11(ranks: dict[str, int], tensors: dict[str, tuple], nodes: str) -> solar_io.Graph:
+    return make(ranks, tensors, nodes, version="1.1")
+
+
+def scan_loop(x: np.ndarray, op, axis: int) -> np.ndarray:
+    """Inclusive prefix of ``x`` along ``axis`` under ``op``, one element at a time."""
+    out = np.array(x, dtype=np.float64)
+    moved = np.moveaxis(out, axis, 0)
+    for s in range(1, moved.shape[0]):
+        moved[s] = op(moved[s - 1], moved[s])
+    return out
+
+
+@pytest.mark.parametrize("reduce, op", [("add", np.add), ("mul", np.multiply), ("max", np.maximum),
+                                        ("min", np.minimum)])
+def test_scan_along_a_middle_rank_is_the_inclusive_prefix(reduce: str, op):
+    g = make11({"B": 2, "S": 7, "D": 3}, {"x": ("B S D", "input"), "y": ("B S D", "output")}, f"""
+    - {{name: scan, kind: einsum, op: cum, space: [B, S, D], inputs: ["x[B, S, D]"], output: "y[B, S, D]",
+       map: identity, reduce: {reduce}, scan: S}}
+    """)
+    x = RNG.uniform(0.5, 1.5, (2, 7, 3)).astype(np.float32)
+    close(execute(g, {"x": x})["y"], scan_loop(x, op, 1), rtol=1e-5)
+    m = solar_io.node_metrics(g, g.nodes[0])
+    assert m.flops_vector == 2 * 3 * (7 - 1) and m.macs == 0  # a sequential scan: n - 1 combines per row
+
+
+def test_scan_after_a_reduction_and_after_a_contraction():
+    """Step 5 (reduce the ranks not in the output) comes first, then the prefix along the scan rank."""
+    g = make11({"B": 2, "S": 6, "D": 4, "N": 3},
+               {"x": ("B S D", "input"), "w": ("D N", "weight"), "r": ("B S", "output"), "c": ("B S N", "output"),
+                "t": ("S B", "output")}, """
+    - {name: rowcum, kind: einsum, op: hand, space: [B, S, D], inputs: ["x[B, S, D]"], output: "r[B, S]",
+       map: exp, reduce: add, scan: S}
+    - {name: mmcum, kind: einsum, op: hand, space: [B, S, N, D], inputs: ["x[B, S, D]", "w[D, N]"],
+       output: "c[B, S, N]", map: mul, reduce: add, scan: S}
+    - {name: transposed, kind: einsum, op: hand, space: [B, S], inputs: ["x[B, S, 0]"], output: "t[S, B]",
+       map: identity, reduce: max, scan: S}
+    """)
+    x, w = randn(2, 6, 4), randn(4, 3)
+    out = execute(g, {"x": x, "w": w})
+    close(out["r"], np.cumsum(np.exp(x.astype(np.float64)).sum(2), 1))
+    close(out["c"], np.cumsum(np.einsum("bsd,dn->bsn", x, w), 1))
+    close(out["t"], np.maximum.accumulate(x[:, :, 0], 1).T)
+    rowcum, mmcum, _ = (solar_io.node_metrics(g, n) for n in g.nodes)
+    # points - output points (the sum over D) + (n_S - 1) per row (the scan): B*S*D - B*S + B*(S-1)
+    assert rowcum.flops_vector == 2 * 6 * 4 - 2 * 6 + 2 * 5 and rowcum.transcendental == 2 * 6 * 4
+    assert mmcum.macs == 2 * 6 * 3 * 4 and mmcum.flops_vector == 2 * 3 * 5
+
+
+SCATTER_TENSORS = {"table": ("V D", "input"), "src": ("I D", "input"), "idx": ("I", "input", "int64"),
+                   "out": ("V D", "output")}
+
+
+def scatter_graph(reduce: str, map_: str = "identity") -> solar_io.Graph:
+    return make11({"V": 6, "D": 3, "I": 5}, SCATTER_TENSORS, f"""
+    - {{name: scatter, kind: einsum, op: aten.index_add, space: [I, D],
+       inputs: ["table[@idx, D]", "src[I, D]", "idx[I]"], output: "out[@idx, D]", init: table,
+       map: {map_}, reduce: {reduce}}}
+    """)
+
+
+@pytest.mark.parametrize("reduce, op", [("add", np.add), ("mul", np.multiply), ("max", np.maximum),
+                                        ("min", np.minimum)])
+def test_scatter_combines_every_point_into_the_init_values(reduce: str, op):
+    table, src = randn(6, 3), randn(5, 3)
+    idx = np.array([4, 1, 4, 4, 0])  # repeated indexes all count
+    want = table.astype(np.float64)
+    for i in range(5):
+        want[idx[i]] = op(want[idx[i]], src[i])
+    close(execute(scatter_graph(reduce), {"table": table, "src": src, "idx": idx})["out"], want)
+
+
+def test_scatter_none_overwrites_the_selected_elements():
+    table, src = randn(6, 3), randn(5, 3)
+    idx = np.array([5, 2, 0, 3, 1])  # distinct: the result is defined
+    want = table.copy()
+    for i in range(5):
+        want[idx[i]] = np.negative(src[i])
+    close(execute(scatter_graph("none", "neg"), {"table": table, "src": src, "idx": idx})["out"], want)
+
+
+def test_scatter_through_two_index_tensors_and_a_zero_init():
+    """index_put((rows, cols), vals, accumulate=True) into zeros: the init is an immediate."""
+    g = make11({"R": 4, "C": 5, "K": 6},
+               {"zeros": ("R C", "constant", "fp32", 0.0), "vals": ("K", "input"), "rows": ("K", "input", "int32"),
+                "cols": ("K", "input", "int32"), "y": ("R C", "output")}, """
+    - {name: put, kind: einsum, op: aten.index_put, space: [K], inputs: ["zeros[@rows, @cols]", "vals[K]", "rows[K]",
+       "cols[K]"], output: "y[@rows, @cols]", init: zeros, map: identity, reduce: add}
+    """)
+    vals, rows, cols = randn(6), np.array([0, 3, 3, 1, 0, 3]), np.array([4, 2, 2, 0, 4, 1])
+    want = np.zeros((4, 5))
+    for k in range(6):
+        want[rows[k], cols[k]] += vals[k]
+    close(execute(g, {"vals": vals, "rows": rows, "cols": cols})["y"], want)
+    m = solar_io.node_metrics(g, g.nodes[0])
+    assert m.bytes_read == {"zeros": 0.0, "vals": 24.0, "rows": 24.0, "cols": 24.0}
+    assert m.bytes_written == {"y": 6 * 4.0}  # at most one element per point: 6 of the 20
+    assert m.flops_vector == 6 and m.macs == 0
+
+
+def test_scatter_bytes_count_the_selected_rows_like_a_gather():
+    add, put = (solar_io.node_metrics(g, g.nodes[0]) for g in (scatter_graph("add"), scatter_graph("none")))
+    rows = min(6, 5) * 3 * 4.0  # 5 index values, taken as distinct, of 6 rows; D = 3; fp32
+    assert add.bytes_written == put.bytes_written == {"out": rows}
+    assert add.bytes_read == {"table": rows, "src": 5 * 3 * 4.0, "idx": 5 * 8.0}  # read-modify-write
+    assert put.bytes_read["table"] == 0.0  # an overwrite reads nothing of the init
+    assert add.flops_vector == 5 * 3 and put.flops_vector == 0
+
+
+def test_a_gather_reads_at_most_one_element_per_point():
+    """torch.gather along dim 0: out[i, j] = x[idx[i, j], j] reads at most I*J elements of x, not I*J rows."""
+    g = make({"N": 100, "J": 4, "I": 3}, {"x": ("N J", "input"), "idx": ("I J", "input", "int64"),
+                                          "y": ("I J", "output")}, """
+    - {name: gather, kind: data_movement, op: aten.gather, movement: copy, space: [I, J],
+       inputs: ["x[@idx, J]", "idx[I, J]"], output: "y[I, J]"}
+    """)
+    assert solar_io.node_metrics(g, g.nodes[0]).bytes_read["x"] == 3 * 4 * 4.0
+
+
+def test_scatter_index_outside_the_output_is_an_error():
+    with pytest.raises(ExecutionError, match="index tensor idx holds values in \\[0, 6\\], outside \\[0, 5\\]"):
+        execute(scatter_graph("add"), {"table": randn(6, 3), "src": randn(5, 3), "idx": np.array([0, 6, 1, 1, 1])})
+
+
+@pytest.mark.parametrize("change, message", [
+    (("init: table, ", ""), "needs init"),
+    (('"table[@idx, D]", ', '"table[I, D]", '), "must be read exactly once, with the output's index"),
+    (("reduce: add", "reduce: argmax"), "a scatter combines with reduce none, add, mul, max or min"),
+    (("reduce: add", "reduce: add, scan: D"), "a scan cannot write through an @ index"),
+    (('output: "out[@idx, D]"', 'output: "out[@src, D]"'), "index tensor src must have an integer dtype"),
+])
+def test_invalid_scatters_are_refused(change: tuple[str, str], message: str):
+    text = solar_io.dumps(scatter_graph("add"))
+    node = ("- {name: scatter, kind: einsum, op: aten.index_add, space: [I, D], inputs: [\"table[@idx, D]\", "
+            "\"src[I, D]\", \"idx[I]\"], output: \"out[@idx, D]\", init: table, map: identity, reduce: add}")
+    bad = node.replace(*change)
+    doc_nodes = text[text.index("nodes:"):text.index("validation:")]
+    with pytest.raises(solar_io.GraphError) as e:
+        loads(text.replace(doc_nodes, "nodes:\n" + bad + "\n"))
+    assert any(message in line for line in e.value.lines()), e.value.lines()
+
+
+@pytest.mark.parametrize("node, message", [
+    ('output: "y[B, S]", map: identity, reduce: add, scan: D', "scan rank D must be a rank of the space that indexes"),
+    ('output: "y[B, S]", map: identity, reduce: none, scan: S', "reduce add, mul, max or min, got none"),
+    ('output: "y[B, S]", map: identity, reduce: add, init: x', "init is only for outputs written through an @"),
+])
+def test_invalid_scans_are_refused(node: str, message: str):
+    with pytest.raises(solar_io.GraphError) as e:
+        make11({"B": 2, "S": 3, "D": 4}, {"x": ("B S D", "input"), "y": ("B S", "output")},
+               f'- {{name: n, kind: einsum, op: o, space: [B, S, D], inputs: ["x[B, S, D]"], {node}}}')
+    assert any(message in line for line in e.value.lines()), e.value.lines()
+
+
+def test_new_map_ops_against_the_math_module():
+    """Every 1.1 map operator against Python's math module, point by point."""
+    x = np.linspace(-0.95, 0.95, 9)
+    y = np.linspace(0.3, 2.7, 9)
+    refs = {"tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan, "sinh": math.sinh,
+            "cosh": math.cosh, "asinh": math.asinh, "atanh": math.atanh, "erfc": math.erfc,
+            "log1p": math.log1p, "expm1": math.expm1, "exp2": lambda v: 2.0 ** v, "trunc": math.trunc}
+    for name, f in refs.items():
+        close(MAP_OPS[name].fn(x), [f(v) for v in x], rtol=1e-6, atol=1e-7)
+    for name, f in {"acosh": math.acosh, "log2": math.log2, "log10": math.log10}.items():
+        close(MAP_OPS[name].fn(y + 1.0), [f(v + 1.0) for v in y], rtol=1e-6, atol=0)
+    close(MAP_OPS["atan2"].fn(x, -y), [math.atan2(a, -b) for a, b in zip(x, y, strict=True)], rtol=1e-6)
+    close(MAP_OPS["fmod"].fn(5 * x, y), [math.fmod(5 * a, b) for a, b in zip(x, y, strict=True)], atol=1e-6)
+    close(MAP_OPS["remainder"].fn(5 * x, -y), [(5 * a) % -b for a, b in zip(x, y, strict=True)], atol=1e-6)
+    z = np.concatenate([np.linspace(-0.999999, 0.999999, 41), [-1.0, 1.0, 1.5]])
+    inv = MAP_OPS["erfinv"].fn(z)
+    close([math.erf(v) for v in inv[:41]], z[:41], rtol=1e-6, atol=1e-7)
+    assert inv[41] == -np.inf and inv[42] == np.inf and np.isnan(inv[43])
+    big = np.array([-3.0, 4.0, 6.0])
+    close(MAP_OPS["erfc"].fn(big), [math.erfc(v) for v in big], rtol=1e-6, atol=0)  # no cancellation
+    for name in refs:
+        assert (MAP_OPS[name].vector, MAP_OPS[name].transcendental) in ((0, 1), (1, 0))

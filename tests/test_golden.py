@@ -33,6 +33,13 @@ V1_0_MAP_OPS = ("identity", "add", "sub", "mul", "div", "max", "min", "pow", "ne
                 "cos", "erf", "sigmoid", "silu", "gelu", "gelu_tanh", "where", "eq", "ne", "lt", "le", "gt", "ge",
                 "and", "or", "not")
 V1_0_REDUCE_OPS = ("none", "add", "mul", "max", "min", "argmax", "argmin")
+V1_0_VALIDATION_KEYS = ("status", "method", "reference", "seed", "rtol", "atol", "max_abs_error", "max_rel_error",
+                        "reduced_ranks", "reason")
+# What 1.1 added, frozen likewise.
+V1_1_MAP_OPS = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "erfc", "erfinv",
+                "log1p", "expm1", "log2", "log10", "exp2", "trunc", "fmod", "remainder")
+V1_1_NODE_FIELDS = ("scan", "init")
+V1_1_VALIDATION_KEYS = ("model", "attempts")
 
 
 def _id(p: Path) -> str:
@@ -91,7 +98,7 @@ def test_v1_0_golden_files_cover_the_format():
     assert {n["map"] for n in einsums} >= set(V1_0_MAP_OPS)
     assert {n["reduce"] for n in einsums} >= set(V1_0_REDUCE_OPS)
     assert {v["status"] for v in validations} == set(VALIDATION_STATUS)
-    assert any(set(v) == set(VALIDATION_KEYS) and v["status"] == "passed" for v in validations)
+    assert any(set(v) == set(V1_0_VALIDATION_KEYS) and v["status"] == "passed" for v in validations)
     assert any(d["producer"].keys() >= {"frontend_version", "source", "source_sha256"} for d in docs)
     assert any("density" in t for t in tensors)
     assert any("value" in t for t in tensors) and any(t["role"] == "constant" and "value" not in t for t in tensors)
@@ -104,3 +111,99 @@ def test_v1_0_golden_files_cover_the_format():
     assert any("*" in a for a in accesses) and any("[]" in a for a in accesses)
     assert any("attrs" in n for n in nodes) and any("location" in n for n in nodes)
     assert any(len(n.get("outputs", [])) > 1 for n in nodes)
+
+
+def test_golden_files_exist_for_v1_1():
+    assert [p for p in FILES if p.parent.name == "v1.1"]
+
+
+def test_v1_1_additions_are_known_and_covered_by_its_golden_files():
+    assert set(V1_0_VALIDATION_KEYS) | set(V1_1_VALIDATION_KEYS) == set(VALIDATION_KEYS)
+    assert set(V1_0_MAP_OPS) | set(V1_1_MAP_OPS) <= set(ops.MAP_OPS)
+    assert {m.name for m in ops.MAP_OPS.values() if m.since == (1, 1)} == set(V1_1_MAP_OPS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.1"]
+    nodes = [n for d in docs for n in d["nodes"]]
+    assert {n["map"] for n in nodes if n["kind"] == "einsum"} >= set(V1_1_MAP_OPS)
+    assert {n["reduce"] for n in nodes if "scan" in n} >= {"add", "max"}
+    assert {n["reduce"] for n in nodes if "init" in n} >= {"add", "none"}
+    assert any("@" in n["output"] for n in nodes if "init" in n)
+    assert any(set(d["validation"]) >= set(V1_1_VALIDATION_KEYS) for d in docs)
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.parent.name == "v1.0"], ids=_id)
+def test_v1_0_file_keeps_its_version_and_migrates_to_1_1(path: Path):
+    """A 1.0 file loads as 1.0 and dumps unchanged; migrating only changes the version line."""
+    from solar_io.codec import decode
+    from solar_io.versioning import migrate
+
+    text = path.read_text(encoding="utf-8")
+    g = solar_io.loads(text)
+    assert g.version == "1.0" and solar_io.dumps(g) == text
+    new = migrate(yaml.safe_load(text))
+    assert new["version"] == "1.1" == solar_io.FORMAT_VERSION
+    g2, issues = decode(new)
+    assert issues == [] and g2.version == "1.1"
+    assert solar_io.dumps(g2) == text.replace('version: "1.0"', 'version: "1.1"', 1)
+
+
+@pytest.mark.parametrize("field, value, where", [
+    ("scan", "S", "nodes"), ("init", "table", "nodes"), ("map", "atan2", "nodes"),
+    ("model", "claude-sonnet-4-5", "validation"), ("attempts", 2, "validation"),
+])
+def test_a_1_0_file_cannot_use_what_1_1_added(field: str, value: object, where: str):
+    """Decoder and schema both refuse a 1.1 field in a file that says 1.0, naming the field and the version."""
+    from solar_io.codec import decode
+    from solar_io.errors import GraphError
+
+    doc = yaml.safe_load((GOLDEN / "v1.1" / "scans_scatters_maps.yaml").read_text(encoding="utf-8"))
+    assert Draft202012Validator(SCHEMA).is_valid(doc)
+    doc["version"] = "1.0"
+    for key in ("scan", "init", "model", "attempts"):  # strip what 1.1 added, except the field under test
+        for rec in doc["nodes"] + [doc["validation"]]:
+            rec.pop(key, None)
+    doc["nodes"] = [n for n in doc["nodes"] if n.get("map") in V1_0_MAP_OPS and "@" not in n["output"]]
+    doc["tensors"] = [t for t in doc["tensors"] if t["role"] != "output" or t["name"] in
+                      {n["output"].split("[")[0] for n in doc["nodes"]}]
+    assert Draft202012Validator(SCHEMA).is_valid(doc)
+    decode(doc)
+    target = doc["validation"] if where == "validation" else doc["nodes"][0]
+    target[field] = value
+    assert not Draft202012Validator(SCHEMA).is_valid(doc)
+    with pytest.raises(GraphError, match=f"{field}.*new in format 1.1; this file says version 1.0"):
+        decode(doc)
+
+
+def test_a_graph_built_in_code_as_1_0_cannot_use_a_scatter_output():
+    """The @ index in an output is a use, not a field: validation refuses it in a 1.0 graph."""
+    import dataclasses
+
+    g = solar_io.load(GOLDEN / "v1.1" / "scans_scatters_maps.yaml")
+    errors = [i.message for i in solar_io.validate(dataclasses.replace(g, version="1.0")) if i.severity == "error"]
+    assert any("an @ index in an output is new in format 1.1" in m for m in errors)
+    assert any("field 'scan' is new in format 1.1" in m for m in errors)
+    assert any("map op 'erfinv' is new in format 1.1" in m for m in errors)
+    assert any("field 'model' is new in format 1.1" in m for m in errors)
+
+
+def test_every_backend_reads_the_1_1_golden_graph():
+    """Roofline (unfused, fused, cache-aware) bounds a graph with scans and scatters; the tiling
+    model charges those nodes their unfused bytes; exporters skip them, naming each node and why."""
+    from solar_io.exporters.accelforge import export_accelforge
+    from solar_io.exporters.timeloop import export_timeloop
+
+    g = solar_io.load(GOLDEN / "v1.1" / "scans_scatters_maps.yaml")
+    m = solar_io.graph_metrics(g)
+    special = {n.name for n in g.nodes if n.scan is not None or n.init is not None}
+    r = solar_io.bound(g, "h100-pcie", cache_aware=True, capacity=256)
+    assert r.fused.time <= r.cache_aware.time * (1 + 1e-12) and r.fused.time <= r.unfused.time
+    assert r.totals.bytes == m.bytes and not m.opaque
+    by_node = {n.name: n for n in m.nodes}
+    untiled = {gr.nodes[0]: gr for gr in r.cache.groups if set(gr.nodes) & special}
+    assert set(untiled) == special
+    for name, gr in untiled.items():  # one node each, charged what the node moves unfused
+        assert gr.nodes == (name,) and gr.kind == "untiled" and gr.traffic + gr.resident == by_node[name].bytes
+    for export in (export_timeloop, export_accelforge):
+        skipped = {s.node: s.reason for s in export(g, "g").skipped}
+        assert special <= set(skipped)
+        assert all(("scan along S" in skipped[n]) if g.node_map[n].scan else ("indirect index @idx" in skipped[n])
+                   for n in special)

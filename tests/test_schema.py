@@ -227,6 +227,7 @@ def test_readme_has_an_example_of_every_node_kind():
     assert any("pad" in n and n["kind"] == "einsum" for n in nodes)
     assert any("@" in a for n in nodes for a in n["inputs"])
     assert any(n.get("view") for n in nodes)
+    assert any("scan" in n for n in nodes) and any("init" in n and "@" in n["output"] for n in nodes)  # 1.1
 
 
 @pytest.mark.parametrize("text", README_DOCS, ids=lambda t: yaml.safe_load(t)["name"])
@@ -270,6 +271,7 @@ def test_readme_op_tables_match_the_registries():
 # ---------------------------------------------------------------------------- agreement with the decoder
 
 SHA = "ab" * 32
+V1_1 = (("version",), "1.1")
 REJECTED = [
     ("pad key not a tensor name", "matmul", [(("nodes", 0, "pad"), {"A": {"M": [0, 2]}, 3: {}})]),
     ("pad rank not a rank name", "matmul", [(("nodes", 0, "pad"), {"A": {"M.x": [0, 2]}})]),
@@ -456,6 +458,23 @@ REJECTED = [
     ("reduced_ranks size a float", "opaque", [(("validation", "reduced_ranks"), {"M": 8.0})]),
     ("reason not a string", "opaque", [(("validation", "reason"), 404)]),
     ("reference not a string", "opaque", [(("validation", "reference"), ["torch"])]),
+    # 1.1 additions: wrong types, wrong kinds, and any of them in a file that says 1.0
+    ("scan not a rank name", "matmul", [V1_1, (("nodes", 0, "scan"), "2K")]),
+    ("scan a list", "matmul", [V1_1, (("nodes", 0, "scan"), ["K"])]),
+    ("init not a tensor name", "matmul", [V1_1, (("nodes", 0, "init"), "A[M, K]")]),
+    ("init null", "matmul", [V1_1, (("nodes", 0, "init"), None)]),
+    ("scan on a data movement", "dm", [V1_1, (("nodes", SLICE, "scan"), "S2")]),
+    ("init on an opaque node", "opaque", [V1_1, (("nodes", SORT, "init"), "x")]),
+    ("unknown map op in 1.1", "matmul", [V1_1, (("nodes", 0, "map"), "tanh_approx")]),
+    ("attempts zero", "opaque", [V1_1, (("validation", "attempts"), 0)]),
+    ("attempts a float", "opaque", [V1_1, (("validation", "attempts"), 2.0)]),
+    ("attempts a boolean", "opaque", [V1_1, (("validation", "attempts"), True)]),
+    ("model not a string", "opaque", [V1_1, (("validation", "model"), 4)]),
+    ("scan in a 1.0 file", "matmul", [(("nodes", 0, "scan"), "K")]),
+    ("init in a 1.0 file", "matmul", [(("nodes", 0, "init"), "A")]),
+    ("1.1 map op in a 1.0 file", "matmul", [(("nodes", 0, "map"), "atan2")]),
+    ("model in a 1.0 file", "opaque", [(("validation", "model"), "claude-sonnet-4-5")]),
+    ("attempts in a 1.0 file", "opaque", [(("validation", "attempts"), 3)]),
 ]
 
 
@@ -499,6 +518,12 @@ ACCEPTED = [
     ("reshape with empty space and pad", "dm", [(("nodes", RESHAPE, "space"), []), (("nodes", RESHAPE, "pad"), {})]),
     ("concat with view false", "dm", [(("nodes", CONCAT, "view"), False)]),
     ("opaque with no inputs", "opaque", [(("nodes", SORT, "inputs"), [])]),
+    ("1.1 scan", "matmul", [V1_1, (("nodes", 0, "scan"), "M")]),
+    ("1.1 init and an indirect output", "matmul", [V1_1, (("nodes", 0, "init"), "A"),
+                                                   (("nodes", 0, "output"), "C[@B, N]")]),
+    ("1.1 map op", "matmul", [V1_1, (("nodes", 0, "map"), "erfinv")]),
+    ("1.1 validation fields", "opaque", [V1_1, (("validation", "model"), "m"), (("validation", "attempts"), 1)]),
+    ("1.1 file without 1.1 fields", "dm", [V1_1]),
 ]
 
 

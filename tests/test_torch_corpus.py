@@ -24,10 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted((ROOT / "tests" / "models").glob("*.py"))
 #: Files whose capture has opaque nodes on purpose, with the ops.
 EXPECTED_OPAQUE = {"moe_topk": {"aten.topk"}, "topk_sort": {"aten.topk", "aten.sort"},
-                   "vae_reparam": {"aten.randn_like"},
-                   # no scan primitive in format v1: an einsum ladder would overcount the work
-                   "prod_cumsum": {"aten.cumsum", "aten.cumprod"}, "mamba_like": {"aten.cumsum"},
-                   "mamba2_ssd": {"aten.cumsum"}}
+                   "vae_reparam": {"aten.randn_like"}}
 #: FlopCounterMode does not count aten.mv (matrix-vector), which these files use.
 FLOPCOUNTER_GAPS = {"matvec"}
 _CACHE: dict[Path, Capture] = {}

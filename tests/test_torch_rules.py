@@ -40,6 +40,21 @@ def boolean(*shape: int) -> Callable[[], torch.Tensor]:
     return lambda: torch.rand(*shape) > 0.5
 
 
+def unit(*shape: int) -> Callable[[], torch.Tensor]:
+    """Values in (-0.9, 0.9): inside the domain of asin, acos, atanh, erfinv."""
+    return lambda: torch.rand(*shape) * 1.8 - 0.9
+
+
+def perm(n: int, k: int) -> Callable[[], torch.Tensor]:
+    """``k`` distinct indexes below ``n``."""
+    return lambda: torch.randperm(n)[:k]
+
+
+def rows_perm(rows: int, n: int, k: int) -> Callable[[], torch.Tensor]:
+    """Per row, ``k`` distinct indexes below ``n``."""
+    return lambda: torch.stack([torch.randperm(n)[:k] for _ in range(rows)])
+
+
 class _BN(torch.nn.Module):
     """Calls a batch-norm overload with buffers (running stats) and parameters."""
 
@@ -159,6 +174,43 @@ CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten.nll_loss": (lambda x, t: aten.nll_loss.default(x, t, None, 2), [r(5, 3), ints(3, 5)]),
     "aten.rnn_relu.input": (None, []),  # built below (needs weights)
     "aten.frobenius_norm": (lambda x: aten.frobenius_norm.dim(x, [0, 1]), [r(3, 4)]),
+    # format 1.1: scans
+    "aten.cumsum": (lambda x: aten.cumsum.default(x, 1), [r(3, 5, 2)]),
+    "aten.cumprod": (lambda x: aten.cumprod.default(x, 0), [lambda: torch.rand(5, 3) + 0.5]),
+    "aten.cummax": (lambda x: aten.cummax.default(x, 1)[0] * 2, [r(3, 6)]),
+    "aten.cummin": (lambda x: aten.cummin.default(x, 0)[0] + 1, [r(5, 2)]),
+    "aten.logcumsumexp": (lambda x: aten.logcumsumexp.default(x, -1), [r(3, 7)]),
+    # format 1.1: scatters (overwrites get indexes without repeats: which write wins is undefined)
+    "aten.scatter": (lambda x, i, s: aten.scatter.src(x, 1, i, s) + aten.scatter.value(x, 1, i, 0.5),
+                     [r(3, 5), rows_perm(3, 5, 3), r(3, 4)]),
+    "aten.scatter_add": (lambda x, i, s: aten.scatter_add.default(x, 0, i, s), [r(4, 3), ints(4, 6, 2), r(6, 3)]),
+    "aten.scatter_reduce": (lambda x, i, s: aten.scatter_reduce.two(x, 1, i, s, "amax") +
+                            aten.scatter_reduce.two(x, 1, i, s, "sum"), [r(3, 4), ints(4, 3, 6), r(3, 6)]),
+    "aten.index_add": (lambda x, i, s: aten.index_add.default(x, 1, i, s, alpha=2.0),
+                       [r(2, 5, 3), ints(5, 7), r(2, 7, 3)]),
+    "aten.index_copy": (lambda x, i, s: aten.index_copy.default(x, 0, i, s), [r(6, 3), perm(6, 4), r(4, 3)]),
+    "aten.index_put": (lambda x, i, j, v: aten.index_put.default(x, [i, None, j], v, True) +
+                       aten.index_put.default(x, [i], v[0, :1], False)[:, :, :1].sum(),
+                       [r(5, 3, 4), perm(5, 3), ints(4, 3), r(3, 3)]),
+    # format 1.1: map operators
+    "aten.tan": (lambda x: aten.tan.default(x), [r(3, 4)]),
+    "aten.asin": (lambda x: aten.asin.default(x), [unit(3, 4)]),
+    "aten.acos": (lambda x: aten.acos.default(x), [unit(3, 4)]),
+    "aten.atan": (lambda x: aten.atan.default(x), [r(3, 4)]),
+    "aten.sinh": (lambda x: aten.sinh.default(x), [r(3, 4)]),
+    "aten.cosh": (lambda x: aten.cosh.default(x), [r(3, 4)]),
+    "aten.asinh": (lambda x: aten.asinh.default(x), [r(3, 4)]),
+    "aten.acosh": (lambda x: aten.acosh.default(x + 2), [pos(3, 4)]),
+    "aten.atanh": (lambda x: aten.atanh.default(x), [unit(3, 4)]),
+    "aten.atan2": (lambda y, x: aten.atan2.default(y, x), [r(3, 4), r(4)]),
+    "aten.erfc": (lambda x: aten.erfc.default(x), [r(3, 4)]),
+    "aten.erfinv": (lambda x: aten.erfinv.default(x), [unit(3, 4)]),
+    "aten.log1p": (lambda x: aten.log1p.default(x), [pos(3, 4)]),
+    "aten.expm1": (lambda x: aten.expm1.default(x), [r(3, 4)]),
+    "aten.trunc": (lambda x: aten.trunc.default(x * 3), [r(3, 4)]),
+    "aten.fmod": (lambda x, y: aten.fmod.Tensor(x * 5, y) + aten.fmod.Scalar(x, 0.3), [r(3, 4), pos(3, 4)]),
+    "aten.remainder": (lambda x, y: aten.remainder.Tensor(x * 5, y) + aten.remainder.Scalar(x, -0.7),
+                       [r(3, 4), pos(3, 4)]),
     "aten.native_batch_norm": (None, []),
     "aten._native_batch_norm_legit": (None, []),
     "aten._native_batch_norm_legit_no_training": (None, []),

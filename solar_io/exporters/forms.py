@@ -2,8 +2,9 @@
 
 ``affine_form(g, node)`` gives the node's iteration ranks and, per distinct tensor, one
 affine expression of the ranks per tensor dimension, the output last. Nodes without such a
-form raise :class:`Unexpressible` with the reason: opaque nodes, indirect indexes, concat,
-reshapes whose shapes do not refine one another, a tensor read twice with different indexes.
+form raise :class:`Unexpressible` with the reason: opaque nodes, indirect indexes (gathers and
+scatters), scans (format 1.1), concat, reshapes whose shapes do not refine one another, a tensor
+read twice with different indexes.
 Constants with a ``value`` (immediates) touch no memory and are left out.
 """
 
@@ -48,7 +49,8 @@ def _tensor_form(g: Graph, node: Node, tensor: str, index: tuple, output: bool) 
     exprs = []
     for e in index:
         if isinstance(e, Indirect):
-            raise Unexpressible(f"indirect index @{e.tensor} (gather) has no affine form")
+            what = "scatter" if output else "gather"
+            raise Unexpressible(f"indirect index @{e.tensor} ({what}) has no affine form")
         exprs.append(e)
     return TensorForm(tensor, dims, tuple(exprs), tuple(pads.get(d, (0, 0)) for d in dims), output)
 
@@ -92,6 +94,8 @@ def affine_form(g: Graph, node: Node) -> AffineForm:
     """The affine form of ``node``; raises :class:`Unexpressible` with the reason."""
     if node.kind == "opaque":
         raise Unexpressible(f"opaque: {node.reason}")
+    if node.scan is not None:
+        raise Unexpressible(f"scan along {node.scan} (an inclusive prefix {node.reduce}) has no affine form")
     if node.kind == "data_movement" and node.movement == "reshape":
         return reshape_form(g, node)
     if node.kind == "data_movement" and node.movement != "copy":

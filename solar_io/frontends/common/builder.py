@@ -213,11 +213,15 @@ class GraphBuilder:
     def einsum(self, name: str, op: str, space: Sequence[str], inputs: Sequence[Access], output: Access,
                map: str, reduce: str = "none", *, pad: dict[str, dict[str, tuple[int, int]]] | None = None,
                fill: float | None = None, attrs: dict[str, Scalar] | None = None,
-               location: str | None = None) -> str:
-        """Emit an extended einsum node; returns the node name."""
+               location: str | None = None, scan: str | None = None, init: str | None = None) -> str:
+        """Emit an extended einsum node; returns the node name.
+
+        ``scan`` (a rank of the output) makes it an inclusive prefix along that rank; ``init`` (the
+        tensor a scattered output starts from) goes with an ``@t`` index in ``output`` (format 1.1).
+        """
         return self._add(Node(self._node_name(name), "einsum", op, tuple(inputs), (output,), tuple(space),
                               map=map, reduce=reduce, pad=_pad(pad), fill=fill, attrs=_attrs(attrs),
-                              location=location))
+                              location=location, scan=scan, init=init))
 
     def copy(self, name: str, op: str, space: Sequence[str], inputs: Sequence[Access], output: Access, *,
              view: bool = False, pad: dict[str, dict[str, tuple[int, int]]] | None = None,

@@ -20,10 +20,28 @@ from typing import Any
 
 from ..common.registry import NoLowering, RuleFn, registry
 
-__all__ = ["RULES", "NoLowering", "RuleFn", "buffer_update_rule", "find_rule", "op_name", "rule", "ruled_ops"]
+__all__ = ["OPAQUE_REASONS", "RULES", "NoLowering", "RuleFn", "buffer_update_rule", "find_rule", "op_name", "rule",
+           "ruled_ops"]
 
 #: The rule table of this frontend and its ``@rule(*names)`` decorator.
 RULES, rule = registry()
+
+_SELECTION = ("a data-dependent selection (a permutation or an order statistic) with no einsum form; "
+              "its comparison count depends on the algorithm (comparison or radix sort, radix select), "
+              "so no count is a proven lower bound")
+
+#: Why ops with no rule on purpose are opaque (the node's ``reason``); others read "no lowering rule".
+OPAQUE_REASONS: dict[str, str] = {
+    "aten.sort": f"sort: {_SELECTION}",
+    "aten.argsort": f"argsort: {_SELECTION}",
+    "aten.topk": f"topk: {_SELECTION}",
+    "aten.kthvalue": f"kthvalue: {_SELECTION}",
+    "aten.median": f"median: {_SELECTION}",
+    "aten.nanmedian": f"nanmedian: {_SELECTION}",
+    "aten.mode": f"mode: {_SELECTION}",
+    "aten.unique": "unique: data-dependent output shape",
+    "aten.nonzero": "nonzero: data-dependent output shape",
+}
 
 
 def op_name(target: Any) -> tuple[str, str]:

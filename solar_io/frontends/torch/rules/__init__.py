@@ -14,5 +14,7 @@ from . import (  # noqa: F401
     reduce,
     resample,
     rnn,
+    scan,
+    scatter,
     shape,
 )

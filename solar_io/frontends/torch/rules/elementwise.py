@@ -18,6 +18,12 @@ _UNARY = {
     "aten.cos": "cos", "aten.erf": "erf", "aten.sigmoid": "sigmoid", "aten.silu": "silu", "aten.relu": "relu",
     "aten.sign": "sign", "aten.floor": "floor", "aten.ceil": "ceil", "aten.round": "round",
     "aten.logical_not": "not", "aten.square": "square",
+    # format 1.1
+    "aten.tan": "tan", "aten.asin": "asin", "aten.acos": "acos", "aten.atan": "atan", "aten.sinh": "sinh",
+    "aten.cosh": "cosh", "aten.asinh": "asinh", "aten.acosh": "acosh", "aten.atanh": "atanh",
+    "aten.erfc": "erfc", "aten.erfinv": "erfinv",
+    "aten.log1p": "log1p", "aten.expm1": "expm1", "aten.log2": "log2",
+    "aten.log10": "log10", "aten.exp2": "exp2", "aten.trunc": "trunc",
 }
 
 
@@ -43,6 +49,7 @@ _BINARY = {
     "aten.mul": "mul", "aten.maximum": "max", "aten.minimum": "min", "aten.eq": "eq", "aten.ne": "ne",
     "aten.lt": "lt", "aten.le": "le", "aten.gt": "gt", "aten.ge": "ge", "aten.logical_and": "and",
     "aten.logical_or": "or", "aten.bitwise_and": "and", "aten.bitwise_or": "or",
+    "aten.atan2": "atan2", "aten.fmod": "fmod", "aten.remainder": "remainder",
 }
 
 
@@ -229,27 +236,6 @@ def threshold(ctx: LowerCtx, a: Args) -> T:
 def hardshrink(ctx: LowerCtx, a: Args) -> T:
     c = ctx.ew("gt", ctx.ew("abs", a.self, suffix="abs"), float(a.lambd), suffix="cond")
     return ctx.ew("where", c, a.self, 0.0, dtype=ctx.out_dtype())
-
-
-@rule("aten.log1p")
-def log1p(ctx: LowerCtx, a: Args) -> T:
-    return ctx.ew("log", ctx.ew("add", a.self, 1.0, suffix="1p"), dtype=ctx.out_dtype())
-
-
-@rule("aten.expm1")
-def expm1(ctx: LowerCtx, a: Args) -> T:
-    return ctx.ew("sub", ctx.ew("exp", a.self, suffix="exp"), 1.0, dtype=ctx.out_dtype())
-
-
-@rule("aten.log2", "aten.log10")
-def log_base(ctx: LowerCtx, a: Args) -> T:
-    base = 2.0 if ctx.op == "aten.log2" else 10.0
-    return ctx.ew("mul", ctx.ew("log", a.self, suffix="ln"), 1.0 / math.log(base), dtype=ctx.out_dtype())
-
-
-@rule("aten.exp2")
-def exp2(ctx: LowerCtx, a: Args) -> T:
-    return ctx.ew("pow", 2.0, a.self, dtype=ctx.out_dtype())
 
 
 @rule("aten.xlogy")

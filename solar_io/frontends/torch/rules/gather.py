@@ -47,18 +47,19 @@ def index_select(ctx: LowerCtx, a: Args) -> T:
     return gather_dim(ctx, a.self, a.dim, a.index)
 
 
-@rule("aten.index")
-def index(ctx: LowerCtx, a: Args) -> T:
-    """``x[i0, :, i2]``-style advanced indexing: one copy with an ``@index`` per indexed dim."""
+def advanced_index(ctx: LowerCtx, x: T, indices: list) -> tuple[tuple, list[Access], list[str]]:
+    """``x[i0, :, i2]``-style advanced indexing: the index of ``x`` (``@i`` per indexed dim, a rank
+    elsewhere), the accesses of the index tensors, and the ranks of the result (also the space).
+
+    Index tensors broadcast together; their dims replace the indexed dims in place when those are
+    adjacent, and come first otherwise (numpy's rule).
+    """
     import torch
 
-    x = a.self
-    idx = list(a.indices) + [None] * (len(ctx.shape(x)) - len(a.indices))
+    idx = list(indices) + [None] * (len(ctx.shape(x)) - len(indices))
     used = [i for i, v in enumerate(idx) if v is not None]
     if any(ctx.dtype(idx[i]) == "bool" for i in used):
         raise NoLowering("boolean mask indexing (data-dependent shape)")
-    if len(used) == 1:
-        return gather_dim(ctx, x, used[0], idx[used[0]])
     xr = ctx.ranks(x)
     shapes = [ctx.shape(idx[i]) for i in used]
     bshape = tuple(torch.broadcast_shapes(*shapes))
@@ -85,12 +86,25 @@ def index(ctx: LowerCtx, a: Args) -> T:
         else:
             x_idx.append(expr(rnames[k]))
             k += 1
-    inputs = [Access(x.name, tuple(x_idx))]
+    index_inputs = []
     for i, s in zip(used, shapes, strict=True):
         off = nb - len(s)
-        inputs.append(access(idx[i].name, [bnames[off + d] if s[d] == bshape[off + d] else 0 for d in range(len(s))]))
+        index_inputs.append(access(idx[i].name, [bnames[off + d] if s[d] == bshape[off + d] else 0
+                                                 for d in range(len(s))]))
+    return tuple(x_idx), index_inputs, out_ranks
+
+
+@rule("aten.index")
+def index(ctx: LowerCtx, a: Args) -> T:
+    """``x[i0, :, i2]``-style advanced indexing: one copy with an ``@index`` per indexed dim."""
+    x = a.self
+    used = [i for i, v in enumerate(a.indices) if v is not None]
+    if len(used) == 1 and ctx.dtype(a.indices[used[0]]) != "bool":
+        return gather_dim(ctx, x, used[0], a.indices[used[0]])
+    x_idx, index_inputs, out_ranks = advanced_index(ctx, x, list(a.indices))
     out = ctx.tensor(out_ranks, ctx.dtype(x))
-    ctx.b.copy(out.name, ctx.op, out_ranks, inputs, access(out.name, out_ranks), location=ctx.location)
+    ctx.b.copy(out.name, ctx.op, out_ranks, [Access(x.name, x_idx), *index_inputs], access(out.name, out_ranks),
+               location=ctx.location)
     return out
 
 

@@ -62,20 +62,9 @@ def isinf(ctx: LowerCtx, a: Args) -> T:
     return ctx.ew("eq", ctx.ew("abs", a.self, suffix="abs"), float("inf"), dtype="bool")
 
 
-def _trunc(ctx: LowerCtx, x: T, dtype: str | None = None, suffix: str | None = None) -> T:
-    neg = ctx.ew("lt", x, 0.0, suffix="neg")
-    return ctx.ew("where", neg, ctx.ew("ceil", x, suffix="ceil"), ctx.ew("floor", x, suffix="floor"),
-                  dtype=dtype, suffix=suffix)
-
-
-@rule("aten.trunc")
-def trunc(ctx: LowerCtx, a: Args) -> T:
-    return _trunc(ctx, a.self, ctx.out_dtype())
-
-
 @rule("aten.frac")
 def frac(ctx: LowerCtx, a: Args) -> T:
-    return ctx.ew("sub", a.self, _trunc(ctx, a.self, suffix="trunc"), dtype=ctx.out_dtype())
+    return ctx.ew("sub", a.self, ctx.ew("trunc", a.self, suffix="trunc"), dtype=ctx.out_dtype())
 
 
 @rule("aten.floor_divide")

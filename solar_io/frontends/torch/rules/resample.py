@@ -1,4 +1,4 @@
-"""Upsampling (nearest and (bi/tri)linear) and modular arithmetic (remainder, fmod).
+"""Upsampling (nearest and (bi/tri)linear).
 
 Nearest upsampling is one gather: ``x[N, C, @ih, @iw]`` with constant source-index tensors
 per spatial dim (exact for any scale). Linear upsampling is separable: per spatial dim, two
@@ -113,19 +113,3 @@ def _lerp_dim(ctx: LowerCtx, x: T, d: int, lo: np.ndarray, hi: np.ndarray, t: np
     diff = ctx.ew("sub", ghi, glo, suffix=f"{tag}.diff")
     step = ctx.ew("mul", diff, w_hi, suffix=f"{tag}.step")
     return ctx.ew("add", glo, step, dtype=ctx.out_dtype(), suffix=None if last else f"{tag}.out")
-
-
-@rule("aten.remainder", "aten.fmod")
-def remainder(ctx: LowerCtx, a: Args) -> T:
-    x, y = a.self, a.other
-    if isinstance(x, T) and ctx.dtype(x).startswith(("int", "uint")):
-        raise NoLowering("integer remainder")
-    q = ctx.ew("div", x, y, suffix="q")
-    if ctx.op == "aten.remainder":
-        r = ctx.ew("floor", q, suffix="floor")
-    else:  # truncate toward zero
-        neg = ctx.ew("lt", q, 0.0, suffix="neg")
-        r = ctx.ew("where", neg, ctx.ew("ceil", q, suffix="ceil"), ctx.ew("floor", q, suffix="floor"),
-                   suffix="trunc")
-    return ctx.ew("sub", x, ctx.ew("mul", r, y, suffix="prod"), dtype=ctx.out_dtype())
-

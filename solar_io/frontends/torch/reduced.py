@@ -1,0 +1,210 @@
+"""Validation per node at reduced sizes, for captures too large to execute whole.
+
+When a graph needs more memory than ``--validate-budget`` to run on the reference executor,
+each *distinct* ATen call of the exported program (same op, argument shapes, dtypes and
+non-tensor arguments) is checked on its own, the way tests/test_torch_rules.py checks a rule:
+the call alone becomes a one-op program (``loader._FnModule``) that goes through the same
+pipeline (export on meta, lowering by the same rule, whole-graph validation against eager
+PyTorch on seeded random inputs).
+
+Sizes are reduced by one map on sizes, ``reduced_size``: a size above ``CAP`` becomes its
+largest divisor up to ``CAP`` (or ``CAP`` when it has no divisor of at least ``CAP // 4``), smaller
+sizes stay. Equal sizes stay equal, so the shapes of one call still agree (a contraction's
+shared dim, a broadcast); divisibility is kept where it can be (heads, groups). Integer
+arguments go through the same map first (``expand`` or ``view`` targets), and unchanged if that
+does not run. A call that runs at no reduced shape (a ``view`` whose target mixes sizes) is
+checked at its own sizes when that fits the budget and ``FULL_ELEMENTS``, and is reported
+unchecked otherwise. Opaque nodes run the original op during validation and need no check.
+Integer tensor arguments get values below every size of the call's tensors (valid indexes into
+any of them). In-place ops are checked through their out-of-place overload.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable
+from math import prod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...graph import Validation
+from ..common.validation import skipped
+
+if TYPE_CHECKING:
+    from .capture import Capture
+
+#: Sizes above this are reduced.
+CAP = 16
+#: A call checked at its own sizes may have at most this many elements in its tensor arguments
+#: (a bound on the time of running it: memory alone would admit a vocabulary-sized matmul).
+FULL_ELEMENTS = 1 << 25
+
+
+def reduced_size(size: int) -> int:
+    """``size`` if at most CAP, else its largest divisor up to CAP (CAP if that is below CAP // 4)."""
+    if size <= CAP:
+        return size
+    best = max(d for d in range(1, CAP + 1) if size % d == 0)
+    return best if best >= CAP // 4 else CAP
+
+
+def _map_ints(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return [_map_ints(x) for x in v] if isinstance(v, (list, tuple)) else v
+    return reduced_size(v) if v > 0 else v
+
+
+class _Call:
+    """One ATen call of the program with its tensor arguments replaced by positions."""
+
+    def __init__(self, node: Any):
+        self.node = node
+        self.tensors: list[Any] = []  # meta values of the tensor arguments, in order
+
+        def strip(v: Any) -> Any:
+            if isinstance(v, torch.fx.Node):
+                val = v.meta.get("val")
+                if not isinstance(val, torch.Tensor):
+                    raise ValueError(f"argument {v.name} is not a tensor")
+                self.tensors.append(val)
+                return _Slot(len(self.tensors) - 1)
+            if isinstance(v, (list, tuple)):
+                return type(v)(strip(x) for x in v)
+            if isinstance(v, torch.device) and v.type == "meta":  # the capture traced on meta
+                return torch.device("cpu")
+            return v
+
+        self.target = _functional(node.target)
+        self.args = strip(tuple(node.args))
+        self.kwargs = {k: strip(v) for k, v in node.kwargs.items()}
+
+    def key(self) -> str:
+        shapes = [(tuple(t.shape), str(t.dtype)) for t in self.tensors]
+        return f"{self.node.target}|{shapes}|{self.args!r}|{sorted(self.kwargs.items())!r}"
+
+    def program(self, shapes: list[tuple[int, ...]], map_ints: bool) -> tuple[Callable, list[Callable]]:
+        """The call as a function of its tensors, and makers of random tensors of ``shapes``."""
+        target = self.target
+        args = _map_ints(self.args) if map_ints else self.args
+        kwargs = {k: (_map_ints(v) if map_ints else v) for k, v in self.kwargs.items()}
+
+        def fn(*ts: torch.Tensor) -> Any:
+            def fill(v: Any) -> Any:
+                if isinstance(v, _Slot):
+                    return ts[v.i]
+                if isinstance(v, (list, tuple)):
+                    return type(v)(fill(x) for x in v)
+                return v
+
+            return target(*fill(args), **{k: fill(v) for k, v in kwargs.items()})
+
+        dims = [s for shape in shapes for s in shape if s > 0]
+        top = max(1, min(dims) if dims else 1)
+        makers = [_maker(shape, t.dtype, top) for shape, t in zip(shapes, self.tensors, strict=True)]
+        return fn, makers
+
+
+def _functional(target: Any) -> Any:
+    """The out-of-place overload of an in-place op (``add_.Tensor`` -> ``add.Tensor``): checked on its
+    own, an in-place op would change its input before the graph reads it."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or not schema.is_mutable:
+        return target
+    packet = getattr(torch.ops.aten, schema.name.split("::")[-1].rstrip("_"), None)
+    functional = getattr(packet, target._overloadname, None) if packet is not None else None
+    if functional is None or functional._schema.is_mutable:
+        raise ValueError(f"{target} mutates its arguments")
+    return functional
+
+
+class _Slot:
+    """The position of a tensor argument."""
+
+    def __init__(self, i: int):
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"T{self.i}"
+
+
+def _maker(shape: tuple[int, ...], dtype: torch.dtype, top: int) -> Callable[[], torch.Tensor]:
+    if dtype == torch.bool:
+        return lambda: torch.rand(shape) > 0.5
+    if not dtype.is_floating_point:
+        return lambda: torch.randint(0, top, shape, dtype=dtype)
+    return lambda: torch.randn(shape).to(dtype)
+
+
+def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int) -> Validation | None:
+    """The validation record of the call at ``shapes``; None when it does not run there."""
+    from .capture import capture_source
+    from .loader import Source, _FnModule
+
+    fn, makers = call.program(shapes, map_ints)
+    try:
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            fn(*(m() for m in makers))  # does the call run at these shapes at all?
+    except Exception:
+        return None
+    name = f"{call.node.name}.py"
+    src = Source(Path(name), name, "0" * 64, lambda: _FnModule(fn), lambda: [m() for m in makers])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return capture_source(src, validate=True, seed=seed).graph.validation
+    except Exception as e:  # the one-op program does not capture: this call is not checked
+        return Validation("skipped", "none", reason=f"{type(e).__name__}: {str(e)[:120]}")
+
+
+def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Validation:
+    """The validation record of ``cap`` from per-node checks at reduced sizes (module docstring)."""
+    opaque = {name for name, _, _ in cap.lowered.opaque}
+    calls: dict[str, _Call] = {}
+    counts: dict[str, int] = {}
+    unchecked: list[str] = []
+    for node in cap.program.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem or node.name in opaque:
+            continue
+        try:
+            call = _Call(node)
+        except ValueError:
+            unchecked.append(str(node.target))
+            continue
+        k = call.key()
+        calls.setdefault(k, call)
+        counts[k] = counts.get(k, 0) + 1
+    reduced = full = 0
+    worst = 0.0
+    for call in calls.values():
+        small = [tuple(reduced_size(int(s)) for s in t.shape) for t in call.tensors]
+        record = _check(call, small, True, seed) or _check(call, small, False, seed)
+        if record is not None and record.status != "skipped":
+            reduced += 1
+        else:
+            own = [tuple(int(s) for s in t.shape) for t in call.tensors]
+            elements = sum(prod(s) for s in own)
+            fits = elements <= FULL_ELEMENTS and 3 * 8 * elements <= budget
+            record = _check(call, own, False, seed) if fits else None
+            if record is None or record.status == "skipped":
+                unchecked.append(str(call.node.target))
+                continue
+            full += 1
+        if record.status == "failed":
+            return Validation("failed", "reference-executor per node", record.reference, seed,
+                              reason=f"{why}; per-node check of {call.node.target} (node {call.node.name}) "
+                                     f"failed: {record.reason}")
+        worst = max(worst, record.max_abs_error or 0.0)
+    checked = reduced + full
+    summary = (f"validated per node at reduced sizes: {checked} of {len(calls)} distinct nodes "
+               f"({sum(counts.values())} calls; {reduced} at reduced sizes, {full} at their own)")
+    if unchecked:
+        summary += f"; unchecked: {', '.join(sorted(set(unchecked)))}"
+    if not checked:
+        return skipped(f"{why}; {summary}")
+    ranks = tuple((r, reduced_size(s)) for r, s in cap.graph.ranks if reduced_size(s) < s)
+    return Validation("passed", "reference-executor per node", f"torch {torch.__version__} cpu eager", seed,
+                      max_abs_error=worst, reduced_ranks=ranks, reason=f"{why}; {summary}")

@@ -1,0 +1,111 @@
+"""Scatters: scatter, scatter_add, scatter_reduce, index_add, index_copy, index_put (format 1.1).
+
+Each op is one einsum whose output is indexed through the index tensor (``out[.., @index, ..]``)
+and starts from ``self`` (``init``): the points, over the index tensor's (or the source's)
+shape, combine their source values into the elements they select with ``add``, ``mul``,
+``max`` or ``min`` (``scatter_add``, ``index_add``, ``index_put(accumulate=True)``,
+``scatter_reduce``), or overwrite them (reduce ``none``: ``scatter``, ``index_copy``,
+``index_put``). The elements no point selects keep ``self``'s values, so the node is charged
+for the selected elements only, like a gather, and never for a copy of ``self``: a lower bound
+whether or not the kernel runs in place.
+
+Overwrites with repeated indexes are not deterministic in torch (nor in the format); the
+reference executor keeps the last point, so validation of such a program may differ where
+indexes repeat. ``scatter_reduce`` with ``include_self=False`` or ``reduce="mean"`` has no such
+form and stays opaque.
+"""
+
+from __future__ import annotations
+
+from ....affine import Access, Indirect
+from ...common.builder import access, expr
+from ..ctx import Args, LowerCtx, T
+from ..registry import NoLowering, rule
+from .gather import advanced_index
+
+_SCATTER_REDUCE = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+_SCATTER_MODE = {None: "none", "add": "add", "multiply": "mul"}
+
+
+def scatter_into(ctx: LowerCtx, x: T, out_index: tuple, space: list[str], data: list[Access],
+                 index_inputs: list[Access], reduce: str, map: str = "identity") -> T:
+    """Emit ``out[out_index] (reduce)= map(data)`` over ``space``, ``out`` starting as ``x``."""
+    out = ctx.tensor(ctx.ranks(x), ctx.dtype(x))
+    ctx.b.einsum(out.name, ctx.op, space, [Access(x.name, out_index), *data, *index_inputs],
+                 Access(out.name, out_index), map, reduce, location=ctx.location, init=x.name)
+    return out
+
+
+def _source(ctx: LowerCtx, src: T | float, ranks: list[str], dtype: str) -> Access:
+    """The source values at each point: a tensor over ``ranks`` or an immediate scalar."""
+    if isinstance(src, T):
+        return access(src.name, ranks)
+    return access(ctx.scalar(src, dtype).name, [])
+
+
+def _dim_scatter(ctx: LowerCtx, x: T, dim: int, idx: T, src: T | float, reduce: str) -> T:
+    """``out[.., idx[p], ..] (reduce)= src[p]`` at every point ``p`` of ``idx`` (dim ``dim``)."""
+    xs, ir, ishape = ctx.shape(x), list(ctx.ranks(idx)), ctx.shape(idx)
+    if len(ishape) != len(xs):
+        raise NoLowering("index of another rank than self")
+    dim %= len(xs)
+    if any(ishape[d] > xs[d] for d in range(len(xs)) if d != dim):
+        raise NoLowering("index larger than self outside the scatter dim")
+    out_index = tuple(Indirect(idx.name) if d == dim else expr(r) for d, r in enumerate(ir))
+    return scatter_into(ctx, x, out_index, ir, [_source(ctx, src, ir, ctx.dtype(x))], [access(idx.name, ir)],
+                        reduce)
+
+
+@rule("aten.scatter")
+def scatter(ctx: LowerCtx, a: Args) -> T:
+    if a.reduce not in _SCATTER_MODE:
+        raise NoLowering(f"scatter reduce={a.reduce!r}")
+    src = a.src if a.src is not None else a.value
+    return _dim_scatter(ctx, a.self, a.dim, a.index, src, _SCATTER_MODE[a.reduce])
+
+
+@rule("aten.scatter_add")
+def scatter_add(ctx: LowerCtx, a: Args) -> T:
+    return _dim_scatter(ctx, a.self, a.dim, a.index, a.src, "add")
+
+
+@rule("aten.scatter_reduce")
+def scatter_reduce(ctx: LowerCtx, a: Args) -> T:
+    if a.reduce not in _SCATTER_REDUCE:
+        raise NoLowering(f"scatter_reduce reduce={a.reduce!r}")
+    if a.include_self is False:
+        raise NoLowering("scatter_reduce include_self=False: the selected elements do not start from self")
+    return _dim_scatter(ctx, a.self, a.dim, a.index, a.src, _SCATTER_REDUCE[a.reduce])
+
+
+@rule("aten.index_add", "aten.index_copy")
+def index_add(ctx: LowerCtx, a: Args) -> T:
+    """``out[.., idx[i], ..] += alpha * src[.., i, ..]`` (index_copy: ``=``) along ``dim``."""
+    x, idx, src = a.self, a.index, a.source
+    if len(ctx.shape(idx)) != 1 or len(ctx.shape(src)) != len(ctx.shape(x)):
+        raise NoLowering("index_add/index_copy with a 0-d index or source")
+    sr = list(ctx.ranks(src))
+    dim = a.dim % len(sr)
+    out_index = tuple(Indirect(idx.name) if d == dim else expr(r) for d, r in enumerate(sr))
+    data = [access(src.name, sr)]
+    alpha = a.alpha if a.alpha is not None else 1
+    if ctx.op == "aten.index_add" and alpha != 1:
+        data.append(_source(ctx, alpha, [], ctx.dtype(x)))
+    reduce = "add" if ctx.op == "aten.index_add" else "none"
+    return scatter_into(ctx, x, out_index, sr, data, [access(idx.name, [sr[dim]])], reduce,
+                        "mul" if len(data) > 1 else "identity")
+
+
+@rule("aten.index_put")
+def index_put(ctx: LowerCtx, a: Args) -> T:
+    """``x[i0, :, i2] = values`` (``+=`` with accumulate) with broadcasting index tensors."""
+    x, v = a.self, a.values
+    x_idx, index_inputs, out_ranks = advanced_index(ctx, x, list(a.indices))
+    sizes = [ctx.b.sizes[r] for r in out_ranks]
+    vs = ctx.shape(v)
+    off = len(sizes) - len(vs)
+    if off < 0 or any(s not in (1, sizes[off + k]) for k, s in enumerate(vs)):
+        raise NoLowering("index_put values do not broadcast to the indexed shape")
+    data = [access(v.name, [out_ranks[off + k] if s == sizes[off + k] else 0 for k, s in enumerate(vs)])]
+    return scatter_into(ctx, x, x_idx, out_ranks, data, index_inputs, "add" if a.accumulate else "none")
+

@@ -1,0 +1,62 @@
+"""Validation per node at reduced sizes, for captures over --validate-budget (frontends/torch/reduced.py)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from solar_io import validate  # noqa: E402
+from solar_io.frontends.torch import reduced  # noqa: E402
+from solar_io.frontends.torch.capture import capture_source  # noqa: E402
+from solar_io.frontends.torch.loader import load_source  # noqa: E402
+from solar_io.frontends.torch.registry import RULES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = 1 << 10  # bytes: every corpus model is over this budget
+
+
+def capture(name: str, budget: int = TINY):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return capture_source(load_source(ROOT / "tests" / "models" / f"{name}.py"), validate=True,
+                              validate_budget=budget)
+
+
+def test_reduced_sizes_keep_small_sizes_and_divisors():
+    assert [reduced.reduced_size(s) for s in (1, 7, 16, 17, 4096, 14014, 128256, 50257, 96)] == \
+        [1, 7, 16, 16, 16, 14, 16, 16, 16]
+    # every reduced size divides its size unless no divisor of at least CAP // 4 exists
+    for s in range(17, 2000):
+        r = reduced.reduced_size(s)
+        assert r <= reduced.CAP and (s % r == 0 or max(d for d in range(1, 17) if s % d == 0) < 4)
+
+
+def test_an_over_budget_capture_is_validated_per_distinct_node():
+    g = capture("llama_block").graph
+    v = g.validation
+    assert v.status == "passed" and v.method == "reference-executor per node"
+    assert "validated per node at reduced sizes: " in v.reason and "distinct nodes" in v.reason
+    checked, distinct = (int(x) for x in v.reason.split("reduced sizes: ")[1].split(" distinct")[0].split(" of "))
+    assert 0 < checked <= distinct
+    assert v.reduced_ranks and all(s < g.rank_sizes[r] for r, s in v.reduced_ranks)
+    assert not [i for i in validate(g) if i.severity == "error"]
+
+
+def test_a_wrong_rule_is_caught_at_reduced_sizes(monkeypatch: pytest.MonkeyPatch):
+    """A silu lowered as a sigmoid passes nothing: the per-node check names the op."""
+    def wrong(ctx, a):  # noqa: ANN001, ANN202
+        return ctx.ew("sigmoid", a.self, dtype=ctx.out_dtype())
+
+    key = "aten.silu" if "aten.silu" in RULES else next(k for k in RULES if k.startswith("aten.silu"))
+    monkeypatch.setitem(RULES, key, wrong)
+    v = capture("llama_block").graph.validation
+    assert v.status == "failed" and "aten.silu" in v.reason
+
+
+def test_within_budget_the_whole_graph_is_still_run():
+    v = capture("mlp", budget=2 << 30).graph.validation
+    assert v.status == "passed" and v.method == "reference-executor"
