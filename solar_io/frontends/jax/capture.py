@@ -3,7 +3,9 @@
 A model file defines ``get_inputs()`` and either ``model(*inputs)`` (a pure function; with
 ``get_params()`` it is called ``model(params, *inputs)``) or a Flax linen ``Model`` class
 built from ``get_init_inputs()``. Parameters are initialised abstractly (``jax.eval_shape``)
-so tracing allocates no weight memory. Validation runs ``jax.jit`` of the function on CPU and
+so tracing allocates no weight memory. Validation needs concrete parameters: ``get_params()``
+when the file defines it (also for a Flax module, e.g. to skip a costly ``init``), else
+``Model.init(PRNGKey(0))``. Validation runs ``jax.jit`` of the function on CPU and
 the graph on the reference executor with the same (seeded) parameters and inputs.
 """
 
@@ -94,8 +96,9 @@ def load_program(path: Path) -> Program:
             raise CaptureError(f"{path.name}: Model is neither a flax.linen nor a flax.nnx Module")
         key = jax.random.PRNGKey(0)
         abstract_params = jax.eval_shape(module.init, key, *abstract_inputs)
+        make_params = mod.get_params if hasattr(mod, "get_params") else lambda: module.init(key, *inputs())
         return Program(path.name, sha, lambda params, *xs: module.apply(params, *xs), abstract_params,
-                       abstract_inputs, lambda: module.init(key, *inputs()), inputs)
+                       abstract_inputs, make_params, inputs)
     if not hasattr(mod, "model"):
         raise CaptureError(f"{path.name}: defines neither model(*inputs) nor a Flax Model")
     if hasattr(mod, "get_params"):
@@ -170,9 +173,8 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
             sources.append((name, "param"))
         else:
             dt = file_dtype(v.aval.dtype)
-            hints = {2: ("B", "S") if dt.startswith(("int", "uint")) else ("B", "D"), 3: ("B", "S", "D")}
             name = b.source(f"x{i - n_params}" if len(closed.jaxpr.invars) - n_params > 1 else "x", shape,
-                            dt, "input", hints=hints.get(len(shape), ()))
+                            dt, "input", hints=input_hints(shape, dt))
             sources.append((name, "input"))
         args.append(name)
     try:
@@ -191,6 +193,20 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
         skipped("not requested (--no-validate)")
     cap.graph = Graph(graph.ranks, graph.tensors, graph.nodes, graph.producer, record, graph.name, graph.version)
     return cap
+
+
+#: default rank names of float inputs by rank: JAX images are channels-last (NHWC, NTHWC); a
+#: convolution names a still unbound image by its own dimension numbers instead
+_INPUT_HINTS = {1: ("D",), 2: ("B", "D"), 3: ("B", "S", "D"), 4: ("N", "H", "W", "C"),
+                5: ("N", "T", "H", "W", "C")}
+_INT_HINTS = {1: ("B",), 2: ("B", "S"), 3: ("B", "S", "K")}
+
+
+def input_hints(shape: tuple[int, ...], dtype: str) -> tuple[str, ...]:
+    """Rank-name hints of a function input, as the PyTorch frontend names its inputs (``B, S, D``
+    for sequences, ``B, S`` for token ids) but with images channels-last."""
+    table = _INT_HINTS if dtype.startswith(("int", "uint")) else _INPUT_HINTS
+    return table.get(len(shape), ())
 
 
 def _np(a: Any) -> np.ndarray:

@@ -4,7 +4,8 @@
 ``closed_call``, ``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are inlined: their
 sub-jaxpr is walked with its inputs bound to the caller's operands. An equation with no rule
 (or whose rule raises ``NoLowering``) becomes an opaque node that keeps a function running
-the real primitive, so the whole graph can still be executed and validated.
+the real primitive, so the whole graph can still be executed and validated. PRNG keys made
+inside the program are held as their uint32 key data; every op that yields keys is opaque.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
 import numpy as np
 from jax.extend import core as jcore
 
@@ -35,8 +37,8 @@ def file_dtype(dt: Any) -> str:
     try:
         name = np.dtype(dt).name
     except TypeError:  # extended dtypes: PRNG keys
-        raise CaptureError(f"values of dtype {dt} (PRNG keys) inside the program are not supported; "
-                           "pass random values as inputs instead") from None
+        raise CaptureError(f"inputs of dtype {dt} (typed PRNG keys) are not supported; "
+                           "pass a uint32 jax.random.PRNGKey or the random values instead") from None
     if name not in _DTYPES:
         raise NoLowering(f"dtype {name} has no file dtype")
     return _DTYPES[name]
@@ -152,6 +154,8 @@ class Lowerer:
         self.counter += 1
         fn = RULES.get(name)
         reason = f"no lowering rule for primitive {name}"
+        if any(is_key(v.aval) for v in eqn.outvars):  # slicing, reshaping, ... of PRNG keys
+            fn, reason = None, f"{name} of PRNG keys: random number generation has no einsum form"
         if fn is not None:
             mark = (len(self.b.nodes), len(self.b.tensors), dict(self.b.sizes))
             try:
@@ -178,10 +182,9 @@ class Lowerer:
         tensors = [x for x in srcs if x is not None]
         outs = []
         for i, v in enumerate(eqn.outvars):
-            shape = tuple(int(s) for s in v.aval.shape)
+            shape, dtype = physical(v.aval)
             ranks = self.b.new_ranks(["A*"] * len(shape), shape)
-            outs.append(self.b.tensor(f"{self.name}" if i == 0 else f"{self.name}.{i}", ranks,
-                                      file_dtype(v.aval.dtype)))
+            outs.append(self.b.tensor(f"{self.name}" if i == 0 else f"{self.name}.{i}", ranks, dtype))
         node = self.b.opaque(self.name, self.op, list(dict.fromkeys(tensors)), outs, reason, location=self.location)
         self.opaque.append((node, eqn.primitive.name, reason))
         order = list(dict.fromkeys(tensors))
@@ -189,14 +192,38 @@ class Lowerer:
 
         def run_real(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
             arr = dict(zip(order, arrays, strict=True))
-            args = [arr[x] if isinstance(x, str) else x for x in scalars]
-            args = [a.astype(np.dtype(v.aval.dtype)) if isinstance(a, np.ndarray) else np.asarray(a, v.aval.dtype)
-                    for a, v in zip(args, eqn.invars, strict=True)]
+            args = [_to_jax(arr[x] if isinstance(x, str) else x, v.aval)
+                    for x, v in zip(scalars, eqn.invars, strict=True)]
             res = prim.bind(*args, **params)
-            res = res if prim.multiple_results else [res]
-            return tuple(np.asarray(r, dtype=np.float32) if np.dtype(r.dtype).name == "bfloat16" else np.asarray(r)
-                         for r in res)
+            return tuple(_from_jax(r) for r in (res if prim.multiple_results else [res]))
 
         self.opaque_fns[node] = run_real
         self.opaque_outs[node] = outs
         return outs
+
+
+def is_key(aval: Any) -> bool:
+    """True for PRNG key values (extended dtypes)."""
+    return jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key)
+
+
+def physical(aval: Any) -> tuple[tuple[int, ...], str]:
+    """Shape and file dtype of a value as the graph holds it: a PRNG key as its uint32 key data."""
+    if is_key(aval):
+        data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+        return tuple(int(s) for s in data.shape), file_dtype(data.dtype)
+    return tuple(int(s) for s in aval.shape), file_dtype(aval.dtype)
+
+
+def _to_jax(a: Any, aval: Any) -> Any:
+    """An executor array (or scalar) as the primitive's operand of ``aval``'s dtype."""
+    if is_key(aval):
+        return jax.random.wrap_key_data(np.asarray(a).astype(np.uint32), impl=aval.dtype._impl)
+    return a.astype(np.dtype(aval.dtype)) if isinstance(a, np.ndarray) else np.asarray(a, aval.dtype)
+
+
+def _from_jax(r: Any) -> np.ndarray:
+    """A primitive's result as the executor holds it (keys as key data, bf16 as fp32)."""
+    if is_key(r):
+        r = jax.random.key_data(r)
+    return np.asarray(r, dtype=np.float32) if np.dtype(r.dtype).name == "bfloat16" else np.asarray(r)

@@ -2,17 +2,22 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 T, B, D, H = 4, 2, 8, 16
 
 
+def normal(rng, shape):
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
 def get_params():
-    k1, k2 = jax.random.split(jax.random.PRNGKey(8))
-    return {"wx": jax.random.normal(k1, (D, H)) * 0.2, "wh": jax.random.normal(k2, (H, H)) * 0.2}
+    rng = np.random.default_rng(8)
+    return {"wx": normal(rng, (D, H)) * 0.2, "wh": normal(rng, (H, H)) * 0.2}
 
 
 def get_inputs():
-    return (jax.random.normal(jax.random.PRNGKey(9), (T, B, D)),)
+    return (normal(np.random.default_rng(9), (T, B, D)),)
 
 
 def model(p, xs):

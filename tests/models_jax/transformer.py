@@ -2,19 +2,24 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 B, S, D, NH, F = 2, 16, 32, 4, 64
 
 
+def normal(rng, shape):
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
 def get_params():
-    ks = jax.random.split(jax.random.PRNGKey(5), 4)
+    rng = np.random.default_rng(5)
     return {"ln1": jnp.ones(D), "ln2": jnp.ones(D),
-            "wqkv": jax.random.normal(ks[0], (D, 3 * D)) * 0.1, "wo": jax.random.normal(ks[1], (D, D)) * 0.1,
-            "w1": jax.random.normal(ks[2], (D, F)) * 0.1, "w2": jax.random.normal(ks[3], (F, D)) * 0.1}
+            "wqkv": normal(rng, (D, 3 * D)) * 0.1, "wo": normal(rng, (D, D)) * 0.1,
+            "w1": normal(rng, (D, F)) * 0.1, "w2": normal(rng, (F, D)) * 0.1}
 
 
 def get_inputs():
-    return (jax.random.normal(jax.random.PRNGKey(6), (B, S, D)),)
+    return (normal(np.random.default_rng(6), (B, S, D)),)
 
 
 def layer_norm(x, g):

@@ -1,6 +1,6 @@
 """A flax.nnx MLP with layer norm."""
 
-import jax
+import numpy as np
 from flax import nnx
 
 
@@ -19,4 +19,4 @@ def get_init_inputs():
 
 
 def get_inputs():
-    return (jax.random.normal(jax.random.PRNGKey(13), (4, 16)),)
+    return (np.random.default_rng(13).standard_normal((4, 16), dtype=np.float32),)

@@ -1,0 +1,133 @@
+"""Convolutions (``conv_general_dilated``) and pooling windows (``reduce_window_*``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...common.builder import access, family
+from ..lower import Lowerer, Operand
+from ..registry import NoLowering, rule
+from .conv_transpose import bind_image, conv_lhs_dilated, image_family
+from .helpers import reshape
+
+
+@rule("conv_general_dilated")
+def conv(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
+    p = eqn.params
+    x, w = ins
+    if not (isinstance(x, str) and isinstance(w, str)):
+        raise NoLowering("scalar operand")
+    if any(d != 1 for d in p["lhs_dilation"]):
+        return [conv_lhs_dilated(ctx, eqn, x, w)]
+    if p["batch_group_count"] != 1:
+        raise NoLowering("batch_group_count")
+    lhs, rhs, osp = p["dimension_numbers"]
+    bind_image(ctx, x, lhs)
+    groups = p["feature_group_count"]
+    xs, ws = ctx.shape(x), ctx.shape(w)
+    nsp = len(xs) - 2
+    xr = ctx.ranks(x)
+    oshape = ctx.out_shape()
+    strides, dil, pads = p["window_strides"], p["rhs_dilation"], p["padding"]
+    k_out, cg = ws[rhs[0]], ws[rhs[1]]
+    ksz = [ws[rhs[2 + i]] for i in range(nsp)]
+    hints: list[str | None] = [None] * len(ws)
+    hints[rhs[0]] = image_family(xr, lhs, 1) + "*"
+    hints[rhs[1]] = xr[lhs[1]] if groups == 1 else "C*"
+    for i in range(nsp):
+        hints[rhs[2 + i]] = ["KD", "KH", "KW"][3 - nsp + i] if nsp <= 3 else "K*"
+    ctx.b.bind(w, hints)
+    wr = ctx.ranks(w)
+    N = xr[lhs[0]]
+    taken = {N}
+    outs = []
+    for i in range(nsp):
+        r = ctx.b.rank(image_family(xr, lhs, 2 + i), oshape[osp[2 + i]], taken)
+        taken.add(r)
+        outs.append(r)
+    if groups == 1:
+        kr = ctx.b.distinct([wr[rhs[0]]], taken)[0]
+        head = [kr]
+    else:
+        g = ctx.b.rank("G", groups, taken)
+        kg = ctx.b.rank(family(wr[rhs[0]]), k_out // groups, taken | {g})
+        head = [g, kg]
+    taken.update(head)
+    cr = ctx.b.distinct([wr[rhs[1]]], taken)[0]
+    taken.add(cr)
+    kdims = list(ctx.b.distinct([wr[rhs[2 + i]] for i in range(nsp)], taken))
+    x_idx: list[str] = [""] * len(xs)
+    x_idx[lhs[0]] = N
+    x_idx[lhs[1]] = cr if groups == 1 else f"{cg}*{head[0]} + {cr}"
+    border: dict[str, tuple[int, int]] = {}
+    for i in range(nsp):
+        s, d, (lo, _hi) = strides[i], dil[i], pads[i]
+        if lo < 0 or _hi < 0:
+            raise NoLowering("negative padding")
+        x_idx[lhs[2 + i]] = f"{s}*{outs[i]} + {d}*{kdims[i]} - {lo}"
+        reach_hi = s * (oshape[osp[2 + i]] - 1) + d * (ksz[i] - 1) - lo
+        over = max(0, reach_hi - (xs[lhs[2 + i]] - 1))
+        if lo or over:
+            border[xr[lhs[2 + i]]] = (lo, over)
+    w_idx: list[str] = [""] * len(ws)
+    w_idx[rhs[0]] = head[0] if groups == 1 else f"{k_out // groups}*{head[0]} + {head[1]}"
+    w_idx[rhs[1]] = cr
+    for i in range(nsp):
+        w_idx[rhs[2 + i]] = kdims[i]
+    # output ranks in the output layout; the feature dim is (G, Kg) when grouped
+    out_ranks: list[str] = []
+    for j in range(len(oshape)):
+        if j == osp[0]:
+            out_ranks.append(N)
+        elif j == osp[1]:
+            out_ranks.extend(head)
+        else:
+            out_ranks.append(outs[list(osp[2:]).index(j)])
+    attrs = {"stride": [int(v) for v in strides], "padding": [int(q[0]) for q in pads],
+             "dilation": [int(v) for v in dil], "groups": int(groups)}
+    y = ctx.tensor(out_ranks, ctx.out_dtype(), "grouped" if groups != 1 else None)
+    ctx.b.einsum(y, ctx.op, out_ranks + [cr] + kdims, [access(x, x_idx), access(w, w_idx)], access(y, out_ranks),
+                 "mul", "add", pad={x: border} if border else None, attrs=attrs, location=ctx.location)
+    if groups != 1:
+        y = reshape(ctx, y, oshape)
+    return [y]
+
+
+@rule("reduce_window_sum", "reduce_window_max", "reduce_window_min")
+def reduce_window(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
+    p = eqn.params
+    x = ins[0]
+    if any(d != 1 for d in p["base_dilation"]):
+        raise NoLowering("base dilation")
+    red = {"reduce_window_sum": "add", "reduce_window_max": "max", "reduce_window_min": "min"}[eqn.primitive.name]
+    fill = {"add": 0.0, "max": float("-inf"), "min": float("inf")}[red]
+    xr, xs = ctx.ranks(x), ctx.shape(x)
+    shape = ctx.out_shape()
+    win, strides, dil, pads = p["window_dimensions"], p["window_strides"], p["window_dilation"], p["padding"]
+    out_ranks: list[str] = []
+    wins: list[str] = []
+    idx: list[str] = []
+    border: dict[str, tuple[int, int]] = {}
+    taken: set[str] = set()
+    for i in range(len(xs)):
+        lo = pads[i][0]
+        if win[i] == 1 and strides[i] == 1 and lo == 0 and pads[i][1] == 0:
+            out_ranks.append(xr[i])
+            taken.add(xr[i])
+            idx.append(xr[i])
+            continue
+        o = ctx.b.rank(family(xr[i]), shape[i], taken | set(xr))
+        taken.add(o)
+        out_ranks.append(o)
+        k = ctx.b.rank("R", win[i], taken | set(xr))
+        taken.add(k)
+        wins.append(k)
+        idx.append(f"{strides[i]}*{o} + {dil[i]}*{k} - {lo}")
+        over = max(0, strides[i] * (shape[i] - 1) + dil[i] * (win[i] - 1) - lo - (xs[i] - 1))
+        if lo or over:
+            border[xr[i]] = (lo, over)
+    out = ctx.tensor(out_ranks, ctx.out_dtype())
+    ctx.b.einsum(out, ctx.op, out_ranks + wins, [access(x, idx)], access(out, out_ranks), "identity", red,
+                 pad={x: border} if border else None, fill=fill if border and fill != 0 else None,
+                 attrs={"window": [int(v) for v in win], "stride": [int(v) for v in strides]}, location=ctx.location)
+    return [out]
