@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solar_io.files import dumps, load
+from solar_io.files import dumps, load, loads
 from solar_io.frontends.agent import METHOD, AnthropicClient, ReplayClient, capture_file
 from solar_io.frontends.agent.compare import compare
 from solar_io.frontends.agent.sandbox import run_program
@@ -51,7 +51,11 @@ def test_numpy_first_try():
     logs: list[str] = []
     g = capture_file(HERE / "layernorm_np.py", client=c, log=logs.append)
     assert g.validation.status == "passed" and g.validation.method == METHOD
-    assert "1 attempt(s)" in g.validation.reason and "claude" in g.validation.reason
+    assert (g.validation.model, g.validation.attempts) == ("claude-sonnet-4-5", 1)  # format 1.1 fields
+    assert "attempt" not in g.validation.reason and "network namespace" in g.validation.reason
+    back = loads(dumps(g))
+    assert (back.validation.model, back.validation.attempts) == ("claude-sonnet-4-5", 1)
+    assert "  model: claude-sonnet-4-5\n  attempts: 1\n" in dumps(g)
     assert g.producer.frontend == "agent" and g.producer.source == "layernorm_np.py"
     assert {t.name for t in g.tensors} >= {"x", "g", "beta", "y"}
     assert any("9100 input + 400 output tokens" in m for m in logs)
@@ -64,7 +68,7 @@ def test_numpy_first_try():
 def test_numpy_repair_after_numeric_mismatch():
     c = ReplayClient(HERE / "layernorm_np_mismatch_then_fix.json")
     g = capture_file(HERE / "layernorm_np.py", client=c, no_cache=True)
-    assert "2 attempt(s)" in g.validation.reason
+    assert g.validation.attempts == 2
     diag = c.requests[1]["messages"][-1]["content"]
     assert "output y (shape [8, 32]) diverges" in diag and "worst at index" in diag and "expected" in diag
     assert c.requests[1]["messages"][1]["role"] == "assistant"
@@ -114,7 +118,7 @@ def test_cache_hit_needs_no_client_and_no_cache_bypasses(tmp_path):
     assert list((tmp_path / "cache" / "agent").iterdir())
     logs: list[str] = []
     g = capture_file(HERE / "layernorm_np.py", client=ReplayClient([]), log=logs.append)  # no reply needed
-    assert "2 attempt(s)" in g.validation.reason and any("cached" in m for m in logs)
+    assert g.validation.attempts == 2 and any("cached" in m for m in logs)
     with pytest.raises(CaptureError, match="no recorded reply"):
         capture_file(HERE / "layernorm_np.py", client=ReplayClient([]), no_cache=True)
     # another model is another cache entry
@@ -146,7 +150,7 @@ def test_key_never_in_output(tmp_path, monkeypatch, capsys):
     code, so, se = run(capsys, str(HERE / "layernorm_np.py"), "--frontend", "agent", "-o", str(out),
                        "--max-attempts", "2")
     assert code == 0, se
-    assert load(out).validation.method == METHOD
+    assert load(out).validation.method == METHOD and load(out).validation.attempts == 2
     assert "2 attempt(s)" in se and "tokens" in se
     texts = [so, se, out.read_text()]
     texts += [p.read_text() for p in (tmp_path / "cache").rglob("*") if p.is_file()]
@@ -200,6 +204,25 @@ def test_sandbox_blocks_network_files_processes(code, what):
     assert not r.ok and "sandbox" in r.error and what in r.error
 
 
+def test_sandbox_network_namespace_or_recorded_reason():
+    """The child gets a network namespace of its own where the kernel permits (then it sees
+    only the loopback interface); where not, the reason is recorded (the audit hook remains)."""
+    r = run_program("x = 1\n", {}, timeout=20)
+    assert not r.ok and "no model" in r.error  # not an IR program; the isolation is reported anyway
+    iso = r.isolation
+    assert set(iso) == {"network_namespace", "reason", "interfaces"}
+    if iso["network_namespace"]:
+        assert iso["interfaces"] == ["lo"] and iso["reason"].startswith("unshare(")
+    else:
+        assert "unshare(CLONE_NEWNET):" in iso["reason"] and "audit hook" in iso["reason"]
+    # what this kernel allows decides which branch must hold: a child of our own tells
+    import subprocess
+
+    probe = subprocess.run([sys.executable, "-c", "import ctypes, sys; l = ctypes.CDLL(None); "
+                            "sys.exit(0 if l.unshare(0x40000000) == 0 or l.unshare(0x50000000) == 0 else 1)"])
+    assert iso["network_namespace"] == (probe.returncode == 0)
+
+
 def test_sandbox_reply_that_reads_files_is_repaired():
     good = _code("layernorm_np_first_try.json", 0)
     evil = "import os\nprint(os.environ.get('ANTHROPIC_API_KEY'))\nopen('/etc/hostname').read()\n" + good
@@ -231,7 +254,7 @@ def test_reply_that_loops_forever_is_killed_and_repaired():
     good = _code("layernorm_np_first_try.json", 0)
     c = ReplayClient(["```python\nwhile True:\n    pass\n```", f"```python\n{good}```"])
     g = capture_file(HERE / "layernorm_np.py", client=c, no_cache=True, timeout=3)
-    assert g.validation.status == "passed" and "2 attempt(s)" in g.validation.reason
+    assert g.validation.status == "passed" and g.validation.attempts == 2
     assert "time limit" in c.requests[1]["messages"][-1]["content"]
 
 
@@ -242,3 +265,27 @@ def test_golden_file_without_outputs_is_an_error(tmp_path):
         capture_file(HERE / "matmul.cu", golden=p, client=ReplayClient([]))
     with pytest.raises(CaptureError, match="--golden"):
         capture_file(HERE / "matmul.cu", client=ReplayClient([]))
+
+
+def test_jax_source_with_a_callback_the_jax_frontend_leaves_opaque():
+    """A JAX function calling a NumPy routine through jax.pure_callback: the JAX frontend
+    captures it with an opaque node; the agent translates the whole function (golden outputs
+    from jax.jit on the source's own inputs), repairing a misnamed input."""
+    pytest.importorskip("jax")
+    from solar_io import graph_metrics
+    from solar_io.frontends.jax import capture_file as jax_capture
+
+    c = ReplayClient(HERE / "callback_jax_wrong_name_then_fix.json")
+    g = capture_file(HERE / "callback_jax.py", client=c, no_cache=True)
+    v = g.validation
+    assert v.status == "passed" and v.attempts == 2 and v.reference.startswith("jax ")
+    assert "JAX" in c.requests[0]["system"][1] and "pure_callback" in c.requests[0]["messages"][0]["content"]
+    assert "'W'" in c.requests[1]["messages"][-1]["content"] and "not among the source's inputs" in \
+        c.requests[1]["messages"][-1]["content"]
+    m = graph_metrics(g)
+    # by hand, x[4, 16] @ w[16, 8]: 512 MACs; row RMS: square 32, sums 4*7, mean 4, +eps 4, div 32;
+    # ReLU 32 (max with 0); one sqrt per row
+    assert (m.macs, m.flops_vector, m.transcendental, m.opaque) == (4 * 8 * 16, 32 + 28 + 4 + 4 + 32 + 32, 4, ())
+    jg = jax_capture(HERE / "callback_jax.py", validate=False)
+    assert [n.op for n in jg.nodes if n.kind == "opaque"] == ["jax.pure_callback"]
+    assert graph_metrics(jg).macs == m.macs  # the contraction the JAX frontend does see agrees

@@ -473,8 +473,7 @@ def model(x: Tensor("B,N")):
     assert par_row and "for i_B in prange(n_B):" in src_row
 
 
-def test_reduced_validation_records_reduced_ranks(tmp_path):
-    src = """
+MATMUL = """
 @kernel
 def mm(a: Tensor("B,N"), w: Tensor("N,M"), c: Out("B,M")):
     for b in B:
@@ -485,6 +484,10 @@ def mm(a: Tensor("B,N"), w: Tensor("N,M"), c: Out("B,M")):
 def model(x: Tensor("B,N"), w: Tensor("N,M", role="weight")):
     return {"y": mm(x, w)}
 """
+
+
+def test_reduced_validation_records_reduced_ranks(tmp_path):
+    src = MATMUL
     p = program(tmp_path, src)
     g = capture_file(p, jit=False, validate_sizes={"N": 2, "M": 3})
     assert g.validation.status == "passed"
@@ -564,3 +567,185 @@ def model(x: Tensor("B,N"), z: Tensor("B,N", role="constant", value=3.0)):
     bad = program(tmp_path, src.replace('role="constant", value', 'value'))
     assert capture_error(bad) == (f"prog.py:{line_of(bad, 'def model')}: only role='constant' tensors have a "
                                   "value (got role 'input')")
+
+
+def test_scalar_store_outside_loops(tmp_path):
+    """A store of scalar tensors between nests is a nest of no loops (space [])."""
+    src = """
+@kernel
+def mean(x: Tensor("B,N"), total: Temp(""), y: Out("")):
+    for b in B:
+        for n in N:
+            total[()] += x[b, n]
+    y[()] = total[()] * (1 / 15)
+
+def model(x: Tensor("B,N")):
+    return {"y": mean(x)}
+"""
+    p = program(tmp_path, src)
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    last = g.nodes[-1]
+    assert (last.space, last.map, last.reduce, str(last.outputs[0])) == ((), "mul", "none", "y[]")
+    m = solar_io.graph_metrics(g)
+    assert m.flops_vector == (15 - 1) + 1  # 14 adds of the sum, one scale
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    from solar_io.frontends.loopir.capture import load_program
+
+    y = load_program(p).mean(x)  # the kernel executed directly (numba when installed)
+    assert float(y.numpy()) == pytest.approx(x.mean())
+    bad = program(tmp_path, src.replace("    y[()] = total[()] * (1 / 15)", "    z = total[()]"))
+    assert "found assign statement" in capture_error(bad)
+
+
+def test_gather_with_a_shared_dim_picks_per_row(tmp_path):
+    """gather(table[B, C], ids[B], "C") -> [B]: row b picks table[b, ids[b]] (take_along_dim)."""
+    src = """
+C = Dim("C", 7)
+
+@kernel
+def neg(x: Tensor("B,M"), y: Out("B,M")):
+    for b in B:
+        for m in M:
+            y[b, m] = -x[b, m]
+
+def model(t: Tensor("B,C"), ids: Tensor("B,M", dtype="int64")):
+    return {"y": neg(gather(t, ids, "C"))}
+
+def get_inputs(rng):
+    return {"ids": rng.integers(0, 7, size=(3, 4))}
+"""
+    p = program(tmp_path, src)
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    gat = g.nodes[0]
+    assert [str(a) for a in gat.inputs] == ["t[B, @ids]", "ids[B, M]"] and g.shape("gather.y") == (3, 4)
+    # executed: the program's result equals numpy's take_along_axis on the same inputs
+    from solar_io.frontends.loopir import Value, gather
+
+    rng = np.random.default_rng(1)
+    t, ids = rng.standard_normal((3, 7)), rng.integers(0, 7, size=(3, 4))
+    got = gather(Value(("B", "C"), t.shape, "fp64", data=t), Value(("B", "M"), ids.shape, "int64", data=ids), "C")
+    assert got.dims == ("B", "M") and np.array_equal(got.data, np.take_along_axis(t, ids, axis=1))
+    bad = program(tmp_path, src.replace('ids: Tensor("B,M"', 'ids: Tensor("B,C"'))
+    assert "must not have the gathered dim C" in capture_error(bad)
+
+
+def test_opaque_results_with_their_own_dtypes(tmp_path):
+    src = """
+K = Dim("K", 2)
+
+def top(a):
+    idx = np.argsort(-a, axis=1, kind="stable")[:, :2]
+    return np.take_along_axis(a, idx, axis=1), idx
+
+@kernel
+def pick(x: Tensor("B,N"), v: Tensor("B,K"), y: Out("B,K")):
+    for b in B:
+        for k in K:
+            y[b, k] = v[b, k] * 2.0
+
+def model(x: Tensor("B,N")):
+    v, i = opaque(top, [x], ["B,K", "B,K"], reason="top-k", dtype=["fp32", "int64"])
+    return {"y": pick(x, v), "i": i}
+"""
+    g = capture_file(program(tmp_path, "import numpy as np\n" + src), jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    op = next(n for n in g.nodes if n.kind == "opaque")
+    assert [g.tensor_map[a.tensor].dtype for a in op.outputs] == ["fp32", "int64"]
+    bad = program(tmp_path, "import numpy as np\n" + src.replace('dtype=["fp32", "int64"]', 'dtype=["fp32"]'))
+    assert "2 results but 1 dtypes" in capture_error(bad)
+
+
+def test_module_level_sizes_follow_overrides_and_validate_sizes(tmp_path):
+    """The program is imported under the overrides, so module-level size() constants follow
+    them; a reduced-size validation re-imports it at the validation sizes."""
+    src = """
+INV_N = 1.0 / size(N)
+
+@kernel
+def mean(x: Tensor("B,N"), y: Out("B")):
+    for b in B:
+        for n in N:
+            y[b] += x[b, n]
+
+@kernel
+def scale(s: Tensor("B"), y: Out("B")):
+    for b in B:
+        y[b] = s[b] * INV_N
+
+def model(x: Tensor("B,N")):
+    return {"y": scale(mean(x))}
+"""
+    p = program(tmp_path, src)
+
+    def inv_n(g):
+        return next(t.value for t in g.tensors if t.value is not None)
+
+    assert inv_n(capture_file(p, validate=False)) == pytest.approx(1 / 5)
+    g = capture_file(p, jit=False, sizes={"N": 8}, validate_sizes={"N": 2})
+    assert inv_n(g) == pytest.approx(1 / 8) and g.validation.status == "passed", g.validation.reason
+    assert g.validation.reduced_ranks == (("N", 2),)
+
+
+def cli_capture(capsys, *args: str) -> tuple[int, str, str]:
+    from solar_io.cli import main
+
+    try:
+        main(["capture", *args])
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_no_jit_sizes_and_validate_sizes(tmp_path, capsys):
+    src = MATMUL
+    p = program(tmp_path, src)
+    code, out, err = cli_capture(capsys, str(p), "--no-jit", "--sizes", "N=64,M=32", "--validate-sizes", "N=4, M=2")
+    assert code == 0, err
+    g = solar_io.loads(out)
+    assert dict(g.ranks) == {"B": 3, "N": 64, "M": 32}
+    assert g.validation.status == "passed" and "pure Python" in g.validation.reference
+    assert g.validation.reduced_ranks == (("N", 4), ("M", 2))
+    for args, expect in [
+            (["--sizes", "N=0"], "bad --sizes 'N=0'"),
+            (["--validate-sizes", "N:4"], "bad --validate-sizes 'N:4'"),
+            (["--sizes", "Q=4"], "prog.py: sizes name dim Q, which the program does not declare (its Dims: B, M, N)"),
+            (["--validate-sizes", "N=2,N=3"], "each name once")]:
+        code, out, err = cli_capture(capsys, str(p), *args)
+        assert code == 1 and out == "" and expect in err and len(err.strip().splitlines()) == 1, err
+    torch_src = tmp_path / "t.py"
+    torch_src.write_text("import torch\n")
+    code, _, err = cli_capture(capsys, str(torch_src), "--no-jit")
+    assert code == 1 and "t.py: --no-jit applies to loop-IR programs only (this is a torch source)" in err
+
+
+def test_int_parameter_as_an_index(tmp_path):
+    """An ``int`` parameter in an index is a constant of each call: lifted into the access,
+    bounds-checked with the call's value, passed to the compiled kernel."""
+    src = """
+@kernel
+def pick(x: Tensor("B,N"), t: int, y: Out("B")):
+    for b in B:
+        y[b] = x[b, t + 1] * 2.0
+
+def model(x: Tensor("B,N")):
+    return {"a": pick(x, 0), "b": pick(x, 3)}
+"""
+    p = program(tmp_path, src)
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    assert [str(n.inputs[0]) for n in g.nodes] == ["x[B, 1]", "x[B, 4]"]
+    from solar_io.frontends.loopir.capture import load_program
+
+    mod = load_program(p)
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    assert np.array_equal(mod.pick(x, 2).numpy(), 2 * x[:, 3])
+    assert mod.pick.ir.index_params == ("t",)
+    bad = program(tmp_path, src.replace("pick(x, 3)", "pick(x, 4)"))
+    assert f"kernel pick: prog.py:{line_of(bad, 'x[b, t + 1]')}: index 5 of x dim 1 (N=5) spans [5, 5], outside " \
+        "[0, 4]" in capture_error(bad)
+    bad = program(tmp_path, src.replace("pick(x, 3)", "pick(x, 1.5)"))
+    assert "t is an int parameter used as an index, got 1.5" in capture_error(bad)

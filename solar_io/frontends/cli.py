@@ -62,6 +62,23 @@ def _parse_size(text: str) -> int:
     return int(float(m.group(1)) * scale)
 
 
+_LOOPIR_ONLY = {"jit": "--no-jit", "sizes": "--sizes", "validate_sizes": "--validate-sizes"}
+
+
+def _parse_dims(text: str | None, flag: str) -> dict[str, int] | None:
+    """``"B=2,S=8"`` -> {"B": 2, "S": 8}; CaptureError naming ``flag`` on anything else."""
+    if text is None:
+        return None
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*([0-9]+)\s*", part)
+        if not m or int(m.group(2)) <= 0 or m.group(1) in out:
+            raise CaptureError(f"bad {flag} {text!r}: expected NAME=SIZE pairs separated by commas, each name "
+                               "once, sizes > 0 (e.g. B=2,S=8)")
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
 def _opaque_report(g: Graph, name: str) -> None:
     ops = [n for n in g.nodes if n.kind == "opaque"]
     if ops:
@@ -86,8 +103,9 @@ def capture_command(
     strict: bool = typer.Option(False, "--strict", help="Fail on any op with no lowering rule."),
     no_validate: bool = typer.Option(False, "--no-validate", help="Skip the numeric check against the "
                                      "source program."),
-    validate_budget: str = typer.Option("2GiB", "--validate-budget", help="Validate only if inputs, "
-                                        "weights and activations fit in this much memory."),
+    validate_budget: str = typer.Option("2GiB", "--validate-budget", help="Run the whole graph only if "
+                                        "inputs, weights and activations fit in this much memory (over it, torch "
+                                        "captures are validated per node at reduced sizes)."),
     allow_invalid: bool = typer.Option(False, "--allow-invalid", help="Write the graph even if validation "
                                        "fails."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights and inputs used to validate."),
@@ -99,13 +117,27 @@ def capture_command(
     max_attempts: int = typer.Option(5, "--max-attempts", help="agent: model replies to try before giving up."),
     no_cache: bool = typer.Option(False, "--no-cache", help="agent: ignore and do not write the translation "
                                   "cache."),
+    no_jit: bool = typer.Option(False, "--no-jit", help="loopir: run kernels in plain Python, not numba "
+                                "(debugging)."),
+    sizes: str | None = typer.Option(None, "--sizes", help="loopir: Dim sizes of the captured graph, e.g. "
+                                     "S=4096,D=1024."),
+    validate_sizes: str | None = typer.Option(None, "--validate-sizes", help="loopir: validate at these "
+                                              "smaller Dim sizes, e.g. B=2,S=8 (the graph keeps its sizes)."),
+    agent_fallback: bool = typer.Option(False, "--agent-fallback", help="torch, jax: hand each op with no lowering "
+                                        "rule to the agent (LLM translation, checked against the op; needs "
+                                        "ANTHROPIC_API_KEY); ops it cannot translate stay opaque."),
 ) -> None:
     """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
     budget = _parse_size(validate_budget)
     options = dict(validate=not no_validate, strict=strict, entry=entry, inputs=list(inputs) or None,
                    dtype=dtype, seed=seed, validate_budget=budget, eval_mode=eval_mode)
-    if frontend == "agent":
+    loopir = dict(jit=False if no_jit else None, sizes=_parse_dims(sizes, "--sizes"),
+                  validate_sizes=_parse_dims(validate_sizes, "--validate-sizes"))
+    options.update({k: v for k, v in loopir.items() if v is not None})
+    if frontend == "agent" or agent_fallback:
         options.update(golden=golden, model=model, max_attempts=max_attempts, no_cache=no_cache)
+    if agent_fallback:
+        options["agent_fallback"] = True
     if source.is_dir():
         _capture_dir(source, output, frontend, options, allow_invalid)
         return
@@ -131,9 +163,19 @@ def capture_command(
 
 def _capture_one(path: Path, frontend: str | None, options: dict) -> Graph:
     name = frontend or detect_frontend(path)
+    misplaced = [flag for key, flag in _LOOPIR_ONLY.items() if key in options and name != "loopir"]
+    if misplaced:
+        raise CaptureError(f"{path.name}: {misplaced[0]} applies to loop-IR programs only (this is a {name} "
+                           "source)")
     mod = frontend_module(name)
     try:
-        return mod.capture_file(path, **options)
+        g = mod.capture_file(path, **options)
+        if options.get("agent_fallback") and any(n.kind == "opaque" for n in g.nodes):
+            from .agent.fallback import resolve_opaque
+
+            g = resolve_opaque(g, path, model=options.get("model"), max_attempts=options.get("max_attempts", 5),
+                               no_cache=bool(options.get("no_cache")), seed=options.get("seed", 0)).graph
+        return g
     except SolarIOError:
         raise
     except Exception as e:

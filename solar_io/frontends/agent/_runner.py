@@ -1,17 +1,54 @@
 """Child process of the sandbox: run an IR program's ``model`` on the golden inputs.
 
-``python -m solar_io.frontends.agent._runner PROG INPUTS.npz OUT.npz RESULT.json``; run by
-``sandbox.run_program`` with resource limits, in its own temporary directory. After the
-imports it installs an audit hook that refuses sockets, subprocesses and opening files
-outside the temporary directory and the Python installation.
+Started by ``sandbox.run_program`` in its own temporary directory and session:
+``isolate(cpu_s, mem)`` first sets the resource limits and moves the process into a network
+namespace of its own when the kernel allows it (``unshare(CLONE_NEWNET)``, else a new user
+namespace with one; where neither is permitted the reason is recorded), then
+``main(PROG, INPUTS.npz, OUT.npz, RESULT.json)`` installs, after its imports, an audit hook
+that refuses sockets, subprocesses and opening files outside the temporary directory and the
+Python installation, and runs the program.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import resource
 import sys
 import traceback
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+#: how the child is cut off from the network: set by ``isolate``, reported in the result
+ISOLATION: dict = {"network_namespace": False, "reason": "isolate() was not called"}
+
+
+def isolate(cpu_s: int, mem: int) -> None:
+    """Resource limits (CPU seconds, address space, file size, no core files), then a
+    network namespace with no interface but loopback when the kernel permits one."""
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    libc = ctypes.CDLL(None, use_errno=True)
+    errors = []
+    for flags, what in ((CLONE_NEWNET, "unshare(CLONE_NEWNET)"),
+                        (CLONE_NEWUSER | CLONE_NEWNET, "unshare(CLONE_NEWUSER|CLONE_NEWNET)")):
+        if libc.unshare(flags) == 0:
+            ISOLATION.update(network_namespace=True, reason=what)
+            return
+        errors.append(f"{what}: {os.strerror(ctypes.get_errno())}")
+    ISOLATION.update(network_namespace=False, reason="; ".join(errors) + " (the audit hook still refuses sockets)")
+
+
+def _interfaces() -> list[str]:
+    import socket
+
+    try:
+        return sorted(name for _, name in socket.if_nameindex())
+    except OSError:
+        return []
 
 
 def _guard(tmp: str) -> None:
@@ -40,6 +77,7 @@ def main(prog: str, inputs: str, out: str, result: str) -> None:
     res: dict = {"ok": False}
     with np.load(inputs) as z:
         arrays = {k: z[k] for k in z.files}
+    isolation = {**ISOLATION, "interfaces": _interfaces()}
     _guard(tmp)
     try:
         from pathlib import Path
@@ -63,7 +101,7 @@ def main(prog: str, inputs: str, out: str, result: str) -> None:
         tb = traceback.format_exception(type(e), e, e.__traceback__)
         res = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": "".join(tb)[-4000:]}
     with open(result, "w") as f:
-        json.dump(res, f)
+        json.dump({**res, "isolation": isolation}, f)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,17 @@ parameters and buffers are inputs too, named by their state_dict key with `.` re
 `x @ weight.T + bias` (weight is [out, in]); convolutions are NCHW with weight [out, in, kh, kw].
 """
 
+JAX = """\
+### Source language: JAX
+The source defines `model(*inputs)` (with `get_params()`: `model(params, *inputs)`) and
+`get_inputs()` returning the inputs in `model`'s order; they are named as `model`'s parameters.
+The leaves of `params` are inputs too, named by their pytree path with `_` between keys
+(`params["dense"]["kernel"]` -> `params_dense_kernel`); declare them with `role="weight"`.
+`x @ w`, `jnp.dot`, `jnp.einsum` and `lax.dot_general` are contractions; `jax.nn.softmax`
+subtracts the row maximum first; a Python function run through `jax.pure_callback` is part of
+the computation: translate what it computes.
+"""
+
 GOLDEN = """\
 ### Source language: given as text, with golden data
 The source cannot be run here (e.g. a CUDA kernel); the inputs and outputs listed in the request
@@ -75,12 +86,14 @@ class Golden:
 
 
 def conventions(language: str) -> str:
-    return COMMON + "\n" + {"numpy": NUMPY, "torch": TORCH}.get(language, GOLDEN)
+    return COMMON + "\n" + {"numpy": NUMPY, "torch": TORCH, "jax": JAX}.get(language, GOLDEN)
 
 
 def detect_language(path: Path, text: str) -> str:
     if path.suffix != ".py":
         return "other"
+    if re.search(r"^\s*(from|import)\s+(jax|flax)\b", text, re.M):
+        return "jax"
     if re.search(r"^\s*(from|import)\s+torch\b", text, re.M):
         return "torch"
     return "numpy"
@@ -101,14 +114,18 @@ def _load(path: Path):
     return mod
 
 
-def _call_get_inputs(mod, path: Path, seed: int) -> dict:
+def _call_get_inputs(mod, path: Path, seed: int, kind: tuple = (dict,)):
     fn = getattr(mod, "get_inputs", None)
     if not callable(fn):
         raise CaptureError(f"{path.name}: the source defines no get_inputs(rng); give --golden file.npz")
     rng = np.random.default_rng(seed)
-    got = fn(rng) if inspect.signature(fn).parameters else fn()
-    if not isinstance(got, dict):
-        raise CaptureError(f"{path.name}: get_inputs must return {{name: array}}")
+    try:
+        got = fn(rng) if inspect.signature(fn).parameters else fn()
+    except Exception as e:
+        raise CaptureError(f"{path.name}: get_inputs raised {type(e).__name__}: {str(e)[:300]}") from None
+    if not isinstance(got, kind):
+        raise CaptureError(f"{path.name}: get_inputs must return {{name: array}}"
+                           + (" or a tuple of arrays" if tuple in kind else ""))
     return got
 
 
@@ -162,6 +179,50 @@ def golden_torch(path: Path, seed: int) -> Golden:
                   f"torch {torch.__version__} cpu eager")
 
 
+def golden_jax(path: Path, seed: int) -> Golden:
+    """Golden outputs of a JAX source (the JAX frontend's convention: ``get_inputs()``,
+    ``model(*inputs)`` or, with ``get_params()``, ``model(params, *inputs)``), run with
+    ``jax.jit`` on CPU. Inputs come from the source's ``get_inputs`` (its own seeded keys)."""
+    try:
+        import jax
+    except ImportError:
+        raise CaptureError(f"{path.name}: the source imports jax, which is not installed") from None
+    mod = _load(path)
+    fn = getattr(mod, "model", None)
+    if not callable(fn) or not callable(getattr(mod, "get_inputs", None)):
+        raise CaptureError(f"{path.name}: the JAX source must define model(*inputs) and get_inputs() "
+                           "(a Flax Model: wrap its apply in a model function)")
+    got = _call_get_inputs(mod, path, seed, kind=(dict, tuple, list))
+    names = list(inspect.signature(fn).parameters)
+    params = mod.get_params() if callable(getattr(mod, "get_params", None)) else None
+    if params is not None:
+        names = names[1:]
+    xs = tuple(got.values()) if isinstance(got, dict) else tuple(got)
+    if isinstance(got, dict):
+        names = list(got)
+    if len(names) < len(xs):
+        raise CaptureError(f"{path.name}: get_inputs() gives {len(xs)} inputs but model takes {len(names)}")
+    ins = {n: np.asarray(x) for n, x in zip(names, xs, strict=False)}
+    if params is not None:
+        for kp, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+            ins["params" + "".join(f"_{_key(k)}" for k in kp)] = np.asarray(leaf)
+    call = (lambda *a: fn(params, *a)) if params is not None else fn
+    try:
+        res = jax.jit(call)(*xs)
+    except Exception as e:
+        raise CaptureError(f"{path.name}: running the source raised {type(e).__name__}: {str(e)[:300]}") from None
+    outs = _named(res, path)
+    return Golden(ins, {k: np.asarray(v) for k, v in outs.items()}, "jax", f"jax {jax.__version__} cpu (jit)")
+
+
+def _key(k) -> str:
+    """One pytree path entry as a name part (dict key, attribute or sequence index)."""
+    for attr in ("key", "name", "idx"):
+        if hasattr(k, attr):
+            return re.sub(r"\W", "_", str(getattr(k, attr)))
+    return re.sub(r"\W", "_", str(k))
+
+
 def golden_file(golden: Path, language: str) -> Golden:
     try:
         with np.load(golden) as z:
@@ -184,4 +245,6 @@ def capture_golden(path: Path, seed: int, golden: Path | None) -> Golden:
         return golden_torch(path, seed)
     if lang == "numpy":
         return golden_numpy(path, seed)
+    if lang == "jax":
+        return golden_jax(path, seed)
     raise CaptureError(f"{path.name}: cannot run this source here; give reference outputs with --golden file.npz")

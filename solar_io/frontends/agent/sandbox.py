@@ -1,12 +1,12 @@
 """Run an IR program in a separate process: time and memory limits, its own temporary
-directory, no network (an audit hook in the child refuses sockets, subprocesses and files
-outside its directory), a minimal environment."""
+directory and session, no network (a network namespace of its own where the kernel allows
+one, and always an audit hook in the child refusing sockets, subprocesses and files outside
+its directory), a minimal environment. The child sets its own limits (``_runner.isolate``):
+no Python runs between fork and exec, which matters when the parent is multithreaded (JAX)."""
 
 from __future__ import annotations
 
 import json
-import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,17 +25,7 @@ class RunResult:
     outputs: dict | None = None
     error: str | None = None  # one line
     traceback: str | None = None
-
-
-def _limits(cpu_s: int, mem: int):
-    def apply() -> None:
-        os.setsid()
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
+    isolation: dict | None = None  # network_namespace (bool), reason, interfaces seen by the child
 
 
 def run_program(code: str, inputs: dict, *, timeout: float = DEFAULT_TIMEOUT, memory: int = DEFAULT_MEMORY
@@ -50,12 +40,13 @@ def run_program(code: str, inputs: dict, *, timeout: float = DEFAULT_TIMEOUT, me
                "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1", "SOLAR_IO_LOOPIR_NO_JIT": "1"}
         cmd = [sys.executable, "-I", "-c",
-               f"import sys; sys.path.insert(0, {str(root)!r}); from solar_io.frontends.agent._runner import main; "
-               "main(*sys.argv[1:5])",
+               f"import sys; sys.path.insert(0, {str(root)!r}); "
+               "from solar_io.frontends.agent._runner import isolate, main; "
+               f"isolate({int(timeout) + 1}, {int(memory)}); main(*sys.argv[1:5])",
                str(t / "prog.py"), str(t / "inputs.npz"), str(t / "out.npz"), str(t / "result.json")]
         try:
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout,
-                                  preexec_fn=_limits(int(timeout) + 1, memory))
+                                  start_new_session=True)
         except subprocess.TimeoutExpired:
             return RunResult(False, error=f"the program was killed: it ran longer than the time limit of "
                              f"{timeout:g} s (an infinite loop, or loops too large for plain Python)")
@@ -66,9 +57,11 @@ def run_program(code: str, inputs: dict, *, timeout: float = DEFAULT_TIMEOUT, me
             return RunResult(False, error=f"the program's process {why} (exit {proc.returncode}, memory limit "
                              f"{memory / 2**30:.1f} GiB): {' | '.join(tail)[-500:]}")
         res = json.loads(rf.read_text())
+        iso = res.get("isolation")
         if not res["ok"]:
-            return RunResult(False, error=" ".join(res["error"].split())[:500], traceback=res.get("traceback"))
+            return RunResult(False, error=" ".join(res["error"].split())[:500], traceback=res.get("traceback"),
+                             isolation=iso)
         with np.load(t / "out.npz") as z:
             outs = {k: z[k] for k in res["outputs"]}
-        return RunResult(True, outputs=outs)
+        return RunResult(True, outputs=outs, isolation=iso)
 

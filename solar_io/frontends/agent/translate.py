@@ -66,18 +66,29 @@ class Outcome:
     output_tokens: int = 0
     cached: bool = False
     comparison: object = None
+    isolation: dict | None = None  # the sandbox's network isolation (see _runner.isolate)
+
+    def sandbox_note(self) -> str:
+        """How the program's process was cut off from the network, in words."""
+        iso = self.isolation or {}
+        if iso.get("network_namespace"):
+            return "a sandbox with a network namespace of its own"
+        return f"a sandbox without a network namespace ({iso.get('reason', 'not reported')})"
 
 
-def request_text(path: Path, source: str, golden: Golden) -> str:
+def request_text(path: Path, source: str, golden: Golden, context: str | None = None) -> str:
+    extra = f"\n{context}\n" if context else ""
     return (f"Translate this source program ({path.name}) into an Affine Loop IR program.\n\n"
-            f"```\n{source}\n```\n\n{golden.summary()}\n")
+            f"```\n{source}\n```\n{extra}\n{golden.summary()}\n")
 
 
 def translate(path: Path, golden: Golden, client: Client, *, model: str, max_attempts: int,
-              timeout: float, memory: int, log) -> Outcome:
+              timeout: float, memory: int, log, context: str | None = None) -> Outcome:
+    """Ask ``client`` for an IR program of the source at ``path`` until one reproduces the
+    golden outputs (``context``: more text for the request, e.g. where a custom op is defined)."""
     source = path.read_text(errors="replace")
     system = [SPEC_PATH.read_text(), conventions(golden.language)]
-    messages: list[dict] = [{"role": "user", "content": request_text(path, source, golden)}]
+    messages: list[dict] = [{"role": "user", "content": request_text(path, source, golden, context)}]
     tin = tout = 0
     last = ""
     for attempt in range(1, max_attempts + 1):
@@ -88,10 +99,10 @@ def translate(path: Path, golden: Golden, client: Client, *, model: str, max_att
         if code is None:
             diag = "Your reply has no ```python code block. Reply with the complete IR program in one block."
         else:
-            diag, cmp = check(code, golden, timeout=timeout, memory=memory)
+            diag, cmp, iso = check(code, golden, timeout=timeout, memory=memory)
             if diag is None:
                 log(f"{path.name}: attempt {attempt}: IR program matches the source's outputs")
-                return Outcome(code, attempt, tin, tout, comparison=cmp)
+                return Outcome(code, attempt, tin, tout, comparison=cmp, isolation=iso)
         last = " ".join(diag.splitlines()[:2])[:300]
         log(f"{path.name}: attempt {attempt} failed: {last}")
         messages.append({"role": "user", "content": f"Attempt {attempt} failed.\n{diag}\nReply with the whole "
@@ -101,17 +112,18 @@ def translate(path: Path, golden: Golden, client: Client, *, model: str, max_att
 
 
 def check(code: str, golden: Golden, *, timeout: float, memory: int):
-    """(diagnostic or None, Comparison or None) of IR program text ``code``."""
+    """(diagnostic or None, Comparison or None, the sandbox's isolation record) of IR
+    program text ``code``."""
     r = run_program(code, golden.inputs, timeout=timeout, memory=memory)
     if not r.ok:
         tb = f"\nTraceback (tail):\n{r.traceback[-2500:]}" if r.traceback else ""
-        return f"Running the IR program failed: {r.error}{tb}", None
+        return f"Running the IR program failed: {r.error}{tb}", None, r.isolation
     cmp = compare(golden.outputs, r.outputs)
     if not cmp.ok:
         shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in r.outputs.items())
         return ("The IR program ran but its outputs differ from the source's:\n- "
-                + "\n- ".join(cmp.problems) + f"\nIR program outputs: {shapes}"), cmp
-    return None, cmp
+                + "\n- ".join(cmp.problems) + f"\nIR program outputs: {shapes}"), cmp, r.isolation
+    return None, cmp, r.isolation
 
 
 def capture_file(path: Path | str, *, validate: bool = True, strict: bool = False, seed: int = 0,
@@ -133,15 +145,25 @@ def capture_file(path: Path | str, *, validate: bool = True, strict: bool = Fals
     model = model or DEFAULT_MODEL
     data = path.read_bytes()
     gold = capture_golden(path, seed, Path(golden) if golden else None)
-    key = cache_key(data, gold, model)
+    out = obtain(path, data, gold, model=model, client=client, max_attempts=max_attempts, no_cache=no_cache,
+                 timeout=timeout, memory=memory, log=log)
+    return lift(path, data, out, gold, model, seed, name)
+
+
+def obtain(path: Path, data: bytes, gold: Golden, *, model: str, client: Client | None, max_attempts: int,
+           no_cache: bool, timeout: float, memory: int, log, context: str | None = None) -> Outcome:
+    """A checked IR program for the source ``data`` at ``path``: from the cache (re-checked),
+    else translated by ``client`` (default: recorded replies named by SOLAR_IO_AGENT_REPLAY,
+    else the Anthropic API) and cached."""
+    key = cache_key(data + (context or "").encode(), gold, model)
     entry = cache_dir() / key
     out = None
     if not no_cache and (entry / "program.py").is_file():
         code = (entry / "program.py").read_text()
         meta = json.loads((entry / "meta.json").read_text())
-        diag, cmp = check(code, gold, timeout=timeout, memory=memory)
+        diag, cmp, iso = check(code, gold, timeout=timeout, memory=memory)
         if diag is None:
-            out = Outcome(code, int(meta["attempts"]), cached=True, comparison=cmp)
+            out = Outcome(code, int(meta["attempts"]), cached=True, comparison=cmp, isolation=iso)
             log(f"{path.name}: cached translation ({model}, {out.attempts} attempt(s) originally), 0 tokens")
         else:
             log(f"{path.name}: cached translation no longer matches; translating again")
@@ -150,12 +172,12 @@ def capture_file(path: Path | str, *, validate: bool = True, strict: bool = Fals
             replay = os.environ.get("SOLAR_IO_AGENT_REPLAY")  # recorded replies instead of the API (offline)
             client = ReplayClient(replay) if replay else AnthropicClient()
         out = translate(path, gold, client, model=model, max_attempts=max_attempts, timeout=timeout,
-                        memory=memory, log=log)
+                        memory=memory, log=log, context=context)
         log(f"{path.name}: translated by {model} in {out.attempts} attempt(s), "
             f"{out.input_tokens} input + {out.output_tokens} output tokens")
         if not no_cache:
             _store(entry, out, model)
-    return lift(path, data, out, gold, model, seed, name)
+    return out
 
 
 def _store(entry: Path, out: Outcome, model: str) -> None:
@@ -171,25 +193,33 @@ def _store(entry: Path, out: Outcome, model: str) -> None:
         print(f"warning: cannot write the agent cache {entry}: {e.strerror or e}", file=sys.stderr)
 
 
-def lift(path: Path, data: bytes, out: Outcome, gold: Golden, model: str, seed: int, name: str | None) -> Graph:
-    from ... import __version__
+def lift_code(code: str, path: Path, name: str | None = None) -> Graph:
+    """The einsum graph of IR program text ``code`` translated from ``path`` (not validated:
+    the program was checked against the source's outputs)."""
     from ..loopir import capture_file as loopir_capture
 
     with tempfile.TemporaryDirectory(prefix="solar-io-agent-lift-") as tmp:
         prog = Path(tmp) / f"{path.stem}_ir.py"
-        prog.write_text(out.code)
+        prog.write_text(code)
         try:
-            g = loopir_capture(prog, validate=False, name=name or path.stem)
+            return loopir_capture(prog, validate=False, name=name or path.stem)
         except Exception as e:
             raise CaptureError(f"{path.name}: lifting the translated IR program failed: {str(e)[:300]}") from None
+
+
+def lift(path: Path, data: bytes, out: Outcome, gold: Golden, model: str, seed: int, name: str | None) -> Graph:
+    from ... import __version__
+
+    g = lift_code(out.code, path, name)
     c = out.comparison
     v = Validation(status="passed", method=METHOD, reference=f"{gold.reference} (source outputs)", seed=seed,
                    rtol=c.rtol, atol=c.atol, max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
-                   reason=f"IR program translated by {model} in {out.attempts} attempt(s), run in a sandbox and "
-                          "compared with the source's outputs")
+                   reason=f"IR program translated by an LLM, run in {out.sandbox_note()} and compared with the "
+                          "source's outputs",
+                   model=model, attempts=out.attempts)
     prod = Producer(tool_version=__version__, frontend="agent", frontend_version=spec_version(), source=path.name,
                     source_sha256=hashlib.sha256(data).hexdigest())
     return replace(g, producer=prod, validation=v)
 
 
-__all__ = ["capture_file", "check", "extract_code", "translate"]
+__all__ = ["capture_file", "check", "extract_code", "lift_code", "obtain", "translate"]

@@ -203,19 +203,25 @@ def stack(xs: list[Value], dim: str, axis: int = 0) -> Value:
 
 def gather(table: Value, ids: Value, dim: str) -> Value:
     """``table`` indexed along ``dim`` by the integer tensor ``ids``: dims = table's with ``dim``
-    replaced by ids' dims (an embedding lookup: ``gather(emb, tokens, "V")``)."""
+    replaced by ids' dims (an embedding lookup: ``gather(emb, tokens, "V")``). A dim of ids
+    that ``table`` also has (other than ``dim``) is shared, not repeated: element ``b`` of
+    the result picks from row ``b`` of the table (``gather(logp, target, "C")`` with logp
+    ``B,C`` and target ``B`` gives ``B``: torch's ``take_along_dim``)."""
     site = call_site()
     table, ids = _check(table, "gather's table", site), _check(ids, "gather's ids", site)
     if ids.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
         raise LoopIRError(f"{site}: gather's ids must have an integer dtype, got {ids.dtype}")
     a = table.axis(dim)
-    names = table.dims[:a] + ids.dims + table.dims[a + 1:]
-    try:
-        parse_dims(names)
-    except LoopIRError:
-        raise LoopIRError(f"{site}: gather result dims {','.join(names)} repeat a name; "
-                          "rename the dims of ids") from None
-    shape = table.shape[:a] + ids.shape + table.shape[a + 1:]
+    if dim in ids.dims:
+        raise LoopIRError(f"{site}: gather's ids must not have the gathered dim {dim}")
+    for d in ids.dims:
+        if d in table.dims and ids.size_of(d) != table.size_of(d):
+            raise LoopIRError(f"{site}: gather's shared dim {d} is {ids.size_of(d)} in ids but "
+                              f"{table.size_of(d)} in the table")
+    own = tuple(d for d in ids.dims if d not in table.dims)
+    names = table.dims[:a] + own + table.dims[a + 1:]
+    shape = table.shape[:a] + tuple(ids.size_of(d) for d in own) + table.shape[a + 1:]
+    pos = {d: i for i, d in enumerate(names)}
     tr = mode().tracer
     if tr is None:
         idx = ids.numpy()
@@ -223,11 +229,14 @@ def gather(table: Value, ids: Value, dim: str) -> Value:
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise LoopIRError(f"{site}: gather ids hold values in [{idx.min()}, {idx.max()}], outside dim {dim} "
                               f"of size {n}")
-        return Value(names, shape, table.dtype, data=np.take(table.numpy(), idx, axis=a))
+        grid = np.indices(shape, sparse=True)
+        picked = idx[tuple(grid[pos[d]] for d in ids.dims)]
+        data = table.numpy()[tuple(picked if i == a else grid[pos[d]] for i, d in enumerate(table.dims))]
+        return Value(names, shape, table.dtype, data=np.ascontiguousarray(data))
     y = tr.result(tr.prefix("gather") + ".y", names, shape, table.dtype)
-    tidx = tuple(Indirect(ids.name) if i == a else AffineExpr(((y.ranks[i if i < a else i + ids.ndim - 1], 1),), 0)
-                 for i in range(table.ndim))
-    inputs = [Access(table.name, tidx), Access(ids.name, _plain(y.ranks[a:a + ids.ndim]))]
+    tidx = tuple(Indirect(ids.name) if i == a else AffineExpr(((y.ranks[pos[d]], 1),), 0)
+                 for i, d in enumerate(table.dims))
+    inputs = [Access(table.name, tidx), Access(ids.name, _plain(tuple(y.ranks[pos[d]] for d in ids.dims)))]
     _node(tr, "data_movement", "gather", inputs, Access(y.name, _plain(y.ranks)), site, movement="copy",
           space=y.ranks)
     return y
@@ -271,12 +280,13 @@ def cast(x: Value, dtype: str) -> Value:
     return y
 
 
-def opaque(fn, xs: list[Value], dims: str | list[str], *, reason: str, dtype: str | None = None,
+def opaque(fn, xs: list[Value], dims: str | list[str], *, reason: str, dtype: str | list[str] | None = None,
            op: str | None = None, **sizes: int):
     """An op the IR cannot express (sort, top-k, ...): ``fn`` (numpy arrays in, one array
     or a tuple out) computes it when executing; the graph gets an ``opaque`` node (bytes
     counted, compute unknown) with ``reason``. ``dims``: the result's dims (a list for
-    several results); sizes from keywords, the inputs' dims of the same name, or Dim sizes."""
+    several results); sizes from keywords, the inputs' dims of the same name, or Dim sizes.
+    ``dtype``: the results' dtype (a list: one per result; default the first input's)."""
     site = call_site()
     xs = [_check(x, "opaque's inputs", site) for x in xs]
     if not str(reason).strip():
@@ -289,7 +299,9 @@ def opaque(fn, xs: list[Value], dims: str | list[str], *, reason: str, dtype: st
     missing = [d for sp in specs for d in sp if d not in known]
     if missing:
         raise LoopIRError(f"{site}: opaque result dim {missing[0]} has no size; pass {missing[0]}=...")
-    dt = dtype or (xs[0].dtype if xs else "fp32")
+    dts = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype or (xs[0].dtype if xs else "fp32")] * len(specs)
+    if len(dts) != len(specs):
+        raise LoopIRError(f"{site}: opaque has {len(specs)} results but {len(dts)} dtypes")
     shapes = [tuple(known[d] for d in sp) for sp in specs]
     tr = mode().tracer
     name = op or getattr(fn, "__name__", "opaque")
@@ -303,12 +315,12 @@ def opaque(fn, xs: list[Value], dims: str | list[str], *, reason: str, dtype: st
         if len(arrays) != len(specs) or any(np.shape(a) != sh for a, sh in zip(arrays, shapes, strict=False)):
             raise LoopIRError(f"{site}: opaque {name} must return arrays of shapes {shapes}, got "
                               f"{[np.shape(a) for a in arrays]}")
-        outs = [Value(sp, sh, dt, data=np.asarray(a, dtype=numpy_dtype(dt))) for sp, sh, a in
-                zip(specs, shapes, arrays, strict=True)]
+        outs = [Value(sp, sh, dt, data=np.asarray(a, dtype=numpy_dtype(dt))) for sp, sh, a, dt in
+                zip(specs, shapes, arrays, dts, strict=True)]
         return tuple(outs) if multi else outs[0]
     prefix = tr.prefix(f"opaque_{name}" if name.isidentifier() else "opaque")
     outs = [tr.result(f"{prefix}.y{i}" if multi else f"{prefix}.y", sp, sh, dt)
-            for i, (sp, sh) in enumerate(zip(specs, shapes, strict=True))]
+            for i, (sp, sh, dt) in enumerate(zip(specs, shapes, dts, strict=True))]
     node_name = outs[0].name
     tr.node(Node(name=node_name, kind="opaque", op=f"loopir.opaque.{name}", inputs=tuple(Access(x.name) for x in xs),
                  outputs=tuple(Access(o.name) for o in outs), reason=str(reason), location=site))

@@ -49,8 +49,12 @@ def _where(exc: BaseException, path: Path) -> str:
     return f"{path.name}:{line}" if line else path.name
 
 
-def load_program(path: Path):
-    """Import the program file as a fresh module; LoopIRError on any failure."""
+def load_program(path: Path, sizes: dict[str, int] | None = None):
+    """Import the program file as a fresh module; LoopIRError on any failure.
+
+    The module body runs under the Dim size overrides ``sizes``, so that constants the
+    program computes at module level with ``size(D)`` (a scale ``1/sqrt(size(E))``, a
+    causal density) follow them."""
     if not path.is_file():
         raise LoopIRError(f"{path}: no such file")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -61,7 +65,8 @@ def load_program(path: Path):
     mod = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent))
     try:
-        spec.loader.exec_module(mod)
+        with using(sizes=dict(sizes or {})):
+            spec.loader.exec_module(mod)
     except LoopIRError as e:
         if str(e).startswith(path.name + ":"):
             raise
@@ -200,6 +205,21 @@ def trace_program(mod, params: dict[str, Tensor], dims: dict[str, int], seed: in
     return g, arrays, outs, tracer.opaque
 
 
+def program_sizes(mod, sizes: dict[str, int] | None = None, path: Path | None = None,
+                  what: str = "sizes") -> dict[str, int]:
+    """{dim name: size}: the module's ``Dim`` declarations with a size, overridden by ``sizes``
+    (LoopIRError for a name the program declares no Dim of: a typo would be ignored)."""
+    declared = {v.name: v.size for v in vars(mod).values() if isinstance(v, Dim)}
+    unknown = sorted(set(sizes or {}) - set(declared))
+    if unknown:
+        where = f"{path.name}: " if path else ""
+        raise LoopIRError(f"{where}{what} name dim {unknown[0]}, which the program does not declare (its Dims: "
+                          f"{', '.join(sorted(declared))})")
+    dims = {k: n for k, n in declared.items() if n is not None}
+    dims.update(sizes or {})
+    return dims
+
+
 def resolve_jit(jit: bool | None) -> bool:
     """``jit`` as asked; None: numba unless SOLAR_IO_LOOPIR_NO_JIT=1 or numba is missing
     (then plain Python, with a warning)."""
@@ -231,10 +251,10 @@ def capture_file(path: Path | str, *, validate: bool = True, strict: bool = Fals
     path = Path(path)
     jit = resolve_jit(jit) if validate else False
     data = path.read_bytes() if path.is_file() else b""
-    mod = load_program(path)
+    mod = load_program(path, sizes)
     params = model_params(mod, path)
-    dims = {v.name: v.size for v in vars(mod).values() if isinstance(v, Dim) and v.size is not None}
-    dims.update(sizes or {})
+    dims = program_sizes(mod, sizes, path)
+    program_sizes(mod, validate_sizes, path, "validate_sizes")
     from ... import __version__
 
     producer = Producer(tool_version=__version__, frontend="loopir", source=path.name,
@@ -248,6 +268,8 @@ def capture_file(path: Path | str, *, validate: bool = True, strict: bool = Fals
     vg, vdims, reduced_ranks = g, dims, ()
     if reduced:
         vdims = {**dims, **validate_sizes}
+        mod = load_program(path, vdims)  # module-level size(D) constants at the validation sizes
+        params = model_params(mod, path)
         vg, arrays, outs, impls = trace_program(mod, params, vdims, seed, path, producer, name, values=False)
         try:
             reduced_ranks = reduced_map(g, vg)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ...affine import AffineExpr
 from .ir import LoopIRError
+from .kir import PARAM
 from .parse import Const, KernelIR, Op, Read, ScalarArg
 from .scalars import PURE_MATH, code_of
 
@@ -32,7 +33,8 @@ _COMPILED: dict[tuple[str, bool], Callable] = {}
 
 
 def _idx(e: AffineExpr) -> str:
-    parts = [(f"i_{d}" if c == 1 else f"{c} * i_{d}") for d, c in e.terms]
+    var = {d: (f"s_{d[len(PARAM):]}" if d.startswith(PARAM) else f"i_{d}") for d, _ in e.terms}
+    parts = [(var[d] if c == 1 else f"{c} * {var[d]}") for d, c in e.terms]
     if e.const or not parts:
         parts.append(str(e.const))
     return " + ".join(parts).replace("+ -", "- ")

@@ -10,6 +10,7 @@ import numpy as np
 from ...dtypes import numpy_dtype
 from .codegen import compile_kernel, loop_dims, scalar_params, tensor_params
 from .ir import LoopIRError, Value, is_float
+from .kir import bind_params
 from .parse import KernelIR, parse_kernel, reads_of
 from .state import call_site, mode
 
@@ -92,7 +93,12 @@ class Kernel:
             if p.kind == "scalar":
                 if isinstance(v, Value) or not isinstance(v, (int, float)):
                     raise LoopIRError(f"{where}: {p.name} is a scalar parameter, got {type(v).__name__}")
-                scalars[p.name] = float(v)
+                if p.name in self.ir.index_params:
+                    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                        raise LoopIRError(f"{where}: {p.name} is an int parameter used as an index, got {v!r}")
+                    scalars[p.name] = int(v)
+                else:
+                    scalars[p.name] = float(v)
                 continue
             if isinstance(v, np.ndarray) and not tracing:
                 v = Value(p.spec.dims, v.shape, p.spec.dtype or array_dtype(v), data=v)
@@ -117,14 +123,15 @@ class Kernel:
                     raise LoopIRError(f"{where}: the size of dim {d} is not known; pass {d}=... or declare "
                                       f"Dim('{d}', size)")
                 sizes[d] = size
-        return Binding(values, scalars, sizes, self._pads(sizes, values, where), site)
+        return Binding(values, scalars, sizes, self._pads(sizes, values, scalars, where), site)
 
-    def _pads(self, sizes: dict[str, int], values: dict[str, Value], where: str) -> dict:
+    def _pads(self, sizes: dict[str, int], values: dict[str, Value], scalars: dict, where: str) -> dict:
         pads: dict[tuple[str, int], tuple[int, int]] = {}
         for r in self._reads:
             p = self.ir.param(r.param)
             shape = values[r.param].shape if r.param in values else tuple(sizes[d] for d in p.spec.dims)
             for d, (e, n) in enumerate(zip(r.index, shape, strict=True)):
+                e = bind_params(e, scalars)
                 lo, hi = e.bounds(sizes)
                 if lo >= 0 and hi <= n - 1:
                     continue

@@ -65,14 +65,28 @@ class Param:
 
 @dataclass(frozen=True)
 class KernelIR:
+    """``index_params``: the ``int`` scalar parameters that indexes use (as ``%name`` terms)."""
+
     name: str
     file: str
     line: int
     params: tuple[Param, ...]
     nests: tuple[Nest, ...]
+    index_params: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
+
+
+PARAM = "%"  # prefix of an int scalar parameter's term in an index (``x[b, t + 1]``)
+
+
+def bind_params(e: AffineExpr, scalars: dict) -> AffineExpr:
+    """``e`` with its int-parameter terms replaced by the call's values (a constant)."""
+    if not any(d.startswith(PARAM) for d, _ in e.terms):
+        return e
+    const = e.const + sum(c * int(scalars[d[len(PARAM):]]) for d, c in e.terms if d.startswith(PARAM))
+    return AffineExpr(tuple((d, c) for d, c in e.terms if not d.startswith(PARAM)), const)
 
 
 def reads_of(e: Expr) -> list[Read]:

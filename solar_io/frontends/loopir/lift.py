@@ -23,6 +23,7 @@ from ...dtypes import DTYPES
 from ...graph import Node
 from ...ops import MAP_OPS
 from .ir import LoopIRError, Value
+from .kir import bind_params
 from .parse import Const, Op, Read, ScalarArg
 
 
@@ -58,7 +59,8 @@ class _StoreLifter:
             return self.tr.const(self.b.scalars[e.param], cdt or self.dtype), frozenset(), {}, None
         if isinstance(e, Read):
             t = self.tensor_of[e.param]
-            used = frozenset(d for x in e.index for d, _ in x.terms)
+            index = tuple(bind_params(x, self.b.scalars) for x in e.index)
+            used = frozenset(d for x in index for d, _ in x.terms)
             pads, fill = {}, None
             granks = self.tr.tensors[t].ranks
             for pos in range(len(e.index)):
@@ -66,7 +68,7 @@ class _StoreLifter:
                 if p is not None:
                     pads[(t, granks[pos])] = p
                     fill = self.k.ir.param(e.param).spec.fill
-            return Access(t, tuple(_rename(x, self.rank_of) for x in e.index)), used, pads, fill
+            return Access(t, tuple(_rename(x, self.rank_of) for x in index)), used, pads, fill
         assert isinstance(e, Op)
         if e in self.memo:
             return self.memo[e]

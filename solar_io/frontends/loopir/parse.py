@@ -19,7 +19,7 @@ import textwrap
 from ...affine import AffineExpr
 from ...ops import MAP_OPS
 from .ir import Dim, LoopIRError, Tensor
-from .kir import Const, Expr, KernelIR, Nest, Op, Param, Read, ScalarArg, Store, reads_of
+from .kir import PARAM, Const, Expr, KernelIR, Nest, Op, Param, Read, ScalarArg, Store, reads_of
 from .scalars import BINARY, COMPARE, SCALAR_FUNCS
 
 __all__ = ["Const", "KernelIR", "Nest", "Op", "Param", "Read", "ScalarArg", "Store", "parse_kernel", "reads_of"]
@@ -44,6 +44,8 @@ class _Parser:
             raise LoopIRError(f"{self.file}:{start}: @kernel applies to a plain function")
         cv = inspect.getclosurevars(fn)
         self.scope = {**fn.__globals__, **cv.nonlocals}
+        self.int_params: set[str] = set()
+        self.index_params: set[str] = set()
 
     # ------------------------------------------------------------------ helpers
     def err(self, node: ast.AST | None, msg: str) -> LoopIRError:
@@ -80,6 +82,8 @@ class _Parser:
                 out.append(Param(arg.arg, kind, spec))
             elif spec in (float, int):
                 out.append(Param(arg.arg, "scalar", None))
+                if spec is int:
+                    self.int_params.add(arg.arg)
             else:
                 raise self.err(arg, f"parameter {arg.arg} needs an annotation: Tensor('I,J'), Out('I,J'), "
                                "Temp('I'), float or int")
@@ -100,12 +104,16 @@ class _Parser:
                 raise self.err(st, "data-dependent branching (if) is not allowed; use where(cond, a, b)")
             elif isinstance(st, ast.While):
                 raise self.err(st, "while loops are not allowed; loops run over Dims (for i in I:)")
+            elif isinstance(st, (ast.Assign, ast.AugAssign)) and isinstance(
+                    st.targets[0] if isinstance(st, ast.Assign) else st.target, ast.Subscript):
+                nests.append(self.scalar_nest(st))
             else:
                 raise self.err(st, f"a kernel body is a sequence of loop nests (for i in I: ...), found "
                                f"{type(st).__name__.lower()} statement")
         if not nests:
             raise self.err(self.fdef, "a kernel needs at least one loop nest")
-        k = KernelIR(self.name, self.file, self.offset + self.fdef.lineno, tuple(self.pmap.values()), tuple(nests))
+        k = KernelIR(self.name, self.file, self.offset + self.fdef.lineno, tuple(self.pmap.values()), tuple(nests),
+                     tuple(sorted(self.index_params)))
         _check_dataflow(k, self)
         return k
 
@@ -144,6 +152,12 @@ class _Parser:
         if not stores:
             raise self.err(st, "the loop nest stores nothing")
         return Nest(tuple(d.name for d in loops.values()), tuple(loops.values()), stores, self.line(st))
+
+    def scalar_nest(self, st: ast.stmt) -> Nest:
+        """A store outside any loop: a nest of no loops (its target and reads are scalars)."""
+        self.loops, self.locals = {}, {}
+        store = self.statement(st)
+        return Nest((), (), (store,), self.line(st))
 
     def statement(self, st: ast.stmt) -> Store | None:
         if isinstance(st, ast.If):
@@ -298,6 +312,9 @@ class _Parser:
             return {}, e.value
         if isinstance(e, ast.Name) and e.id in self.loops:
             return {self.loops[e.id].name: 1}, 0
+        if isinstance(e, ast.Name) and e.id in self.int_params:
+            self.index_params.add(e.id)
+            return {PARAM + e.id: 1}, 0
         if isinstance(e, ast.Subscript):
             raise self.err(e, f"non-affine index {ast.unparse(e)}: a tensor value used as an index "
                            "(data-dependent); use the gather builtin outside kernels")
@@ -305,7 +322,8 @@ class _Parser:
             v = self.resolve(e)
             if isinstance(v, int) and not isinstance(v, bool):
                 return {}, v
-            raise self.err(e, f"index {ast.unparse(e)} is neither a loop variable nor an integer constant")
+            raise self.err(e, f"index {ast.unparse(e)} is neither a loop variable, an int parameter nor an integer "
+                           "constant")
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             t, c = self._affine(e.operand)
             return {d: -v for d, v in t.items()}, -c

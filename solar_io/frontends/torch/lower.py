@@ -18,7 +18,7 @@ import torch
 
 from ..common.builder import GraphBuilder
 from .ctx import _INPUT_HINTS, _INT_HINTS, Args, LowerCtx, T, bind_args, file_dtype
-from .registry import NoLowering, _load_rules, buffer_update_rule, find_rule, op_name
+from .registry import OPAQUE_REASONS, NoLowering, _load_rules, buffer_update_rule, find_rule, op_name
 
 __all__ = ["Args", "Lowered", "LowerCtx", "T", "file_dtype", "lower"]
 
@@ -104,7 +104,7 @@ def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list,
     if inplace:
         fn = buffer_update_rule(node)
         ctx.op = packet[:-1]
-    reason = "no lowering rule"
+    reason = OPAQUE_REASONS.get(packet, "no lowering rule")
     if fn is not None:
         try:
             args = bind_args(node, env)
@@ -160,13 +160,38 @@ def _opaque(ctx: LowerCtx, node: Any, env: dict, reason: str, opaque: list, opaq
     if not names:  # assertions and other ops without a tensor result: nothing to compute
         return None
     packet = ctx.op
-    nn = b.opaque(node.name, packet, ins, names, reason, location=ctx.location)
+    nn = b.opaque(node.name, packet, ins, names, reason, location=ctx.location, attrs=_call_record(node, env, outs))
     opaque.append((nn, packet, reason))
     ctx.opaque_targets.add(node.target)
     opaque_fns[nn] = _torch_impl(node, env, ins, [i for i, o in enumerate(outs) if o is not None], names)
     if isinstance(val, (list, tuple)):
         return tuple(outs)
     return outs[0]
+
+
+def _call_record(node: Any, env: dict, outs: list) -> dict[str, str] | None:
+    """How to re-run an opaque node's op (for ``--agent-fallback``): ``call``, a Python
+    expression of the op with tensor arguments written ``T['graph tensor name']``, and
+    ``results``, the graph tensor of each result of the op (comma-separated, empty for a
+    non-tensor result). None when the target is not an ATen/library op."""
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return None
+
+    def text(v: Any) -> str:
+        if isinstance(v, torch.fx.Node):
+            val = env.get(v)
+            if isinstance(val, (list, tuple)):
+                return "[" + ", ".join(text(x) for x in val) + "]"
+            return text(val)
+        if isinstance(v, T):
+            return f"T[{v.name!r}]"
+        if isinstance(v, (list, tuple)):
+            return ("[{}]" if isinstance(v, list) else "({},)").format(", ".join(text(x) for x in v))
+        return "'cpu'" if isinstance(v, torch.device) else repr(v)
+
+    args = [text(a) for a in node.args] + [f"{k}={text(v)}" for k, v in node.kwargs.items()]
+    return {"call": f"torch.ops.{node.target}({', '.join(args)})",
+            "results": ",".join(o.name if o is not None else "" for o in outs)}
 
 
 class OpaqueImpl:
