@@ -21,7 +21,7 @@ run: venv
 	$(BIN)/solar-io capture examples/models/llama_decoder.py -o build/llama_decoder.yaml
 	$(BIN)/solar-io check build/llama_decoder.yaml examples/graphs/*.yaml
 	$(BIN)/solar-io info build/llama_decoder.yaml
-	$(BIN)/solar-io bound build/llama_decoder.yaml --hw thor,h100-sxm --cache-aware --measured 20us
+	$(BIN)/solar-io bound build/llama_decoder.yaml --hw thor,h100-sxm --measured 20us
 	$(BIN)/solar-io export timeloop build/llama_decoder.yaml -o build/timeloop
 	$(BIN)/solar-io export accelforge build/llama_decoder.yaml -o build/accelforge --arch thor
 

@@ -145,7 +145,7 @@ def mlp_graph(b=64, d=256, h=1024):
 
 def test_mlp_fusion_removes_intermediate_traffic():
     b, d, h = 64, 256, 1024
-    r = bound(mlp_graph(b, d, h), H100)
+    r = bound(mlp_graph(b, d, h), H100, residency=False)
     x, w, act, y = b * d * 2, d * h * 2, b * h * 2, b * d * 2  # bytes of x, w1 (= w2), h (= a), y
     fc_flops = 2 * b * d * h
     # gelu: 4 vector FLOPs and 1 transcendental per element (ops registry), bf16 -> bf16 vector peak
@@ -190,7 +190,7 @@ def test_softmax_fp32():
                ("sh", ["B", "N"], "fp32", "intermediate"), ("e", ["B", "N"], "fp32", "intermediate"),
                ("tot", ["B"], "fp32", "intermediate"), ("p", ["B", "N"], "fp32", "output")],
               softmax_nodes("x", "B", "N"))
-    r = bound(g, H100)
+    r = bound(g, H100, residency=False)
     full, row = b * n * 4, b * 4  # bytes of a [B, N] and a [B] fp32 tensor
     expect = {
         "max": max((b * n - b) / V_FP32, (full + row) / BW),  # b*(n-1) max-combines
@@ -217,7 +217,7 @@ def test_mixed_bf16_matmul_fp32_softmax_and_widest_input_rule():
                ("sh", ["S", "T"], "fp32", "intermediate"), ("e", ["S", "T"], "fp32", "intermediate"),
                ("tot", ["S"], "fp32", "intermediate"), ("p", ["S", "T"], "fp32", "output")]
     nodes = [einsum("qk", "S T E", ["q[S, E]", "k[T, E]"], "x[S, T]", "mul", "add"), *softmax_nodes("x", "S", "T")]
-    r = bound(build({"S": s, "T": s, "E": e}, tensors, nodes), H100)
+    r = bound(build({"S": s, "T": s, "E": e}, tensors, nodes), H100, residency=False)
     by = {n.name: n for n in r.nodes}
     assert by["qk"].compute_dtype == "bf16"  # bf16 inputs, fp32 output: the inputs decide
     assert close(by["qk"].matrix_time, 2 * s * s * e / P_BF16)
@@ -247,7 +247,7 @@ def test_attention_block():
              *softmax_nodes("x2", "S", "T"),
              einsum("pv", "S E T", ["p[S, T]", "v[T, E]"], "ctx[S, E]", "mul", "add"),
              einsum("out", "S D E", ["ctx[S, E]", "wo[E, D]"], "y[S, D]", "mul", "add")]
-    r = bound(build({"S": s, "T": s, "D": d, "E": e}, tensors, nodes), H100)
+    r = bound(build({"S": s, "T": s, "D": d, "E": e}, tensors, nodes), H100, residency=False)
     X, W, QKV, SC, ROW = s * d * 2, d * e * 2, s * e * 2, s * s * 2, s * 2  # bytes
     expect = {
         "q_proj": max(2 * s * d * e / P_BF16, (X + W + QKV) / BW),
@@ -402,7 +402,7 @@ def test_inverse_roofline_by_hand():
 
     # Infeasible target: half the chip's bound.
     target = t_chip / 2
-    inv = bound(mm_relu_graph(n), H100, target_latency=target).inverse
+    inv = bound(mm_relu_graph(n), H100, target_latency=target, residency=False).inverse
     u = inv.fidelity("unfused")
     assert not u.feasible and close(u.chip_scale, 2.0)
     req = {q.resource: q for q in u.requirements}
@@ -416,7 +416,7 @@ def test_inverse_roofline_by_hand():
     # Feasible target where mm stays compute-bound while DRAM shrinks: c1 + B2/x = target.
     target = 2.0e-4
     assert t_chip < target < c1 * (1 + B2 / B1)
-    u = bound(mm_relu_graph(n), H100, target_latency=target).inverse.fidelity("unfused")
+    u = bound(mm_relu_graph(n), H100, target_latency=target, residency=False).inverse.fidelity("unfused")
     req = {q.resource: q for q in u.requirements}
     x = B2 / (target - c1)
     assert B1 / x <= c1 and close(req["dram"].with_chip_rest, x, 1e-9)

@@ -94,15 +94,18 @@ def test_bound_json_several_chips_and_top(cli):
     assert all(len(r["nodes"]) == 2 for r in doc["reports"])
     assert [row["hardware"] for row in doc["comparison"]] == ["b200", "h100-pcie", "rtx-a6000", "jetson-agx-thor"]
     inv = doc["reports"][0]["inverse"]
-    assert inv["target_latency_s"] == 50e-6 and inv["fidelities"]["cache_aware"] is None
+    assert inv["target_latency_s"] == 50e-6 and inv["fidelities"]["cache_aware"]["chip_time_s"] == \
+        doc["reports"][0]["fidelities"]["cache_aware"]["time_s"]  # cache-aware is on by default
 
 
 def test_bound_table_default(cli):
     res = cli("bound", str(MLP), "--hw", "h100,thor", "--measured", "1ms", "--target-rate", "1kHz")
     assert res.returncode == 0, res.stderr
-    for text in ("Speed of light", "unfused", "fused", "cache-aware", "not computed", "fusion gain", "fc1",
+    for text in ("Speed of light", "unfused", "fused", "cache-aware", "Cache-aware groups", "fusion gain", "fc1",
                  "Inverse roofline", "Comparison", "matrix/bf16", "dram"):
         assert text in res.stdout, text
+    assert "not computed" not in res.stdout  # cache-aware is the default
+    assert "not computed" in cli("bound", str(MLP), "--hw", "h100", "--no-cache-aware").stdout
     assert "not computed" not in cli("bound", str(MLP), "--hw", "h100", "--cache-aware").stdout
 
 

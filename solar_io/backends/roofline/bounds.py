@@ -11,7 +11,9 @@ DRAM run concurrently, so
 - ``compute(v) = max over units u of time_u(v)``; ``memory(v) = bytes(v) / DRAM bandwidth``;
 - **unfused**: every node is its own kernel: ``T = sum_v max(compute(v), memory(v))``;
 - **fused**: the graph is one kernel with unlimited on-chip memory; only graph inputs, weights,
-  stored constants and outputs cross DRAM (``GraphMetrics.boundary_bytes``):
+  stored constants and outputs cross DRAM (``GraphMetrics.boundary_bytes``, plus what views add:
+  the part of a computed tensor that an output viewing it exposes, and inputs read only through
+  views, :mod:`.aliases`):
   ``T = max(max_u sum_v time_u(v), boundary_bytes / bandwidth)``. Work on different units overlaps
   across nodes as well inside one kernel (a fused attention kernel runs its softmax on the vector
   and special units while the tensor cores run the next matmul), so the compute term is the busiest
@@ -51,10 +53,12 @@ from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.metrics import GraphMetrics, graph_metrics
 
+from .aliases import ViewChains, boundary_bytes
 from .inverse import inverse_roofline
 from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, parse_compute_dtype
+from .residency import NodeTraffic, dram_bytes, node_traffic, on_chip_capacity
 from .result import UNITS, Fidelity, Load, NodeBound, Options, Report, Resource, Totals
-from .units import parse_rate, parse_time
+from .units import parse_bytes, parse_rate, parse_time
 
 # ---------------------------------------------------------------------------- inputs
 
@@ -110,7 +114,7 @@ def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.Pat
           measured: float | str | None = None, target_latency: float | str | None = None,
           target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
           compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
-          cache_bound: str = "ilp", capacity: float | str | None = None) -> Report:
+          cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True) -> Report:
     """The SOL report of ``graph`` (a Graph or a path) on ``hw`` (a HardwareSpec, name, alias or path).
 
     ``measured``: a measured run time (seconds, or text such as ``'3.1ms'``) for the headroom.
@@ -119,18 +123,20 @@ def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.Pat
     first. ``compute_dtype``: override the dtype class of the peaks (``'bf16'`` or ``'fp8=fp16'``).
     ``cache_aware``: also compute the cache-aware fidelity (finite on-chip memory, :mod:`solar_io.backends.tiling`)
     with ``capacity`` bytes on chip (default: the spec's on-chip levels) and Q(S) from the tiling ILP
-    (``cache_bound='ilp'``) or the provable floor (``'floor'``).
+    (``cache_bound='ilp'``) or the provable floor (``'floor'``). ``residency``: on-chip memory keeps
+    data between kernels (the unfused bytes and the cache-aware group traffic drop what it may hold,
+    :mod:`.residency`); False gives the classical per-kernel counts, which a chip with caches can beat.
     """
     return bound_many(graph, [hw], measured=measured, target_latency=target_latency, target_rate=target_rate,
                       allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype, cache_aware=cache_aware,
-                      cache_bound=cache_bound, capacity=capacity)[0]
+                      cache_bound=cache_bound, capacity=capacity, residency=residency)[0]
 
 
 def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec | str | os.PathLike[str]], *,
                measured: float | str | None = None, target_latency: float | str | None = None,
                target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
                compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
-               cache_bound: str = "ilp", capacity: float | str | None = None) -> list[Report]:
+               cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True) -> list[Report]:
     """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`."""
     measured_s = _seconds(measured, "--measured")
     latency, rate = target_seconds(target_latency, target_rate)
@@ -142,13 +148,19 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
     options = Options(allow_tf32, None if dtype is None else cast_graph_name(dtype),
                       tuple(sorted(override.items())))
     reports = []
+    cap_bytes = parse_bytes(capacity)
     with _gc_paused():
         gm = graph_metrics(g)
+        chains = ViewChains(g)
+        traffic = node_traffic(g, gm, chains)
         for spec in specs:
-            r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s)
+            s, s_source = on_chip_capacity(spec, cap_bytes) if residency else (0.0, "--no-residency")
+            dram = dram_bytes(g, traffic, s, chains)
+            r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s,
+                           traffic, dram, s, s_source)
             if cache_aware:
                 from solar_io.backends.tiling.sol import with_cache_aware
-                r = with_cache_aware(r, g, gm, spec, capacity, cache_bound)
+                r = with_cache_aware(r, g, gm, spec, capacity, cache_bound, residency)
             if latency is not None:
                 r = replace(r, inverse=inverse_roofline(r, latency, rate))
             reports.append(r)
@@ -174,22 +186,27 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel, options: Options,
-               measured: float | None) -> Report:
+               measured: float | None, traffic: Sequence[NodeTraffic] | None = None,
+               dram: Sequence[float] | None = None, capacity: float = 0.0, capacity_source: str = "") -> Report:
     bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
     nodes: list[NodeBound] = []
     notes: dict[str, None] = {}
     unpriced: list[tuple[str, str]] = []
     dtype_of = {t.name: t.dtype for t in g.tensors}
     sparse = {t.name: t.density for t in g.tensors if t.density is not None and t.density < 1.0}
-    for node, m in zip(g.nodes, gm.nodes, strict=True):
-        nbytes = sum(m.bytes_read.values()) + sum(m.bytes_written.values())
-        mem = nbytes / bw
-        dram = (Load("dram", "dram", nbytes, bw),) if nbytes > 0 else ()
+    if traffic is None:
+        traffic = node_traffic(g, gm)
+    if dram is None:  # no on-chip memory: the classical per-kernel bytes
+        dram = [tr.bytes for tr in traffic]
+    for node, m, tr, dbytes in zip(g.nodes, gm.nodes, traffic, dram, strict=True):
+        nbytes = tr.bytes
+        mem = dbytes / bw
+        dram_load = (Load("dram", "dram", dbytes, bw),) if dbytes > 0 else ()
         work = (m.flops_matrix, m.flops_vector, m.transcendental)
         if not m.compute_known or not (work[0] or work[1] or work[2]):
             nodes.append(NodeBound(node.name, node.kind, node.op, None, m.macs, *work, nbytes, m.bytes_exact,
-                                   1.0, m.compute_known, (), dram, 0.0, 0.0, 0.0, mem, mem,
-                                   "memory" if mem > 0 else "none"))
+                                   1.0, m.compute_known, (), dram_load, 0.0, 0.0, 0.0, mem, mem,
+                                   "memory" if mem > 0 else "none", dbytes))
             continue
         plan = model.plan(tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs)))
         frac = 1.0
@@ -228,8 +245,11 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
         if missing:
             unpriced.extend((node.name, k) for k in missing)
         nodes.append(NodeBound(node.name, node.kind, node.op, plan.compute_dtype, m.macs, *work, nbytes,
-                               m.bytes_exact, frac, True, tuple(missing), tuple(loads.values()) + dram,
-                               mt, vt, st, mem, t, bn))
+                               m.bytes_exact, frac, True, tuple(missing), tuple(loads.values()) + dram_load,
+                               mt, vt, st, mem, t, bn, dbytes))
+    if capacity > 0:
+        notes.setdefault(f"unfused: a node's DRAM bytes exclude what on-chip memory kept from earlier kernels, "
+                         f"at most S = {capacity:.6g} B ({capacity_source}) of re-read and of written data each")
     return _assemble(g, gm, spec, options, tuple(nodes), tuple(notes), tuple(unpriced), measured)
 
 
@@ -251,13 +271,15 @@ def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, 
     for n in nodes:
         by_bn.setdefault(n.bottleneck, []).append(n.time)
     split = tuple(sorted(((k, _sum(v)) for k, v in by_bn.items() if k != "none"), key=lambda kv: -kv[1]))
+    u_bytes = _sum(n.dram_bytes for n in nodes)
     unfused = Fidelity("unfused", True, u_time, _sum(n.compute_time for n in nodes),
-                       _sum(n.memory_time for n in nodes), gm.bytes, u_units, split,
+                       _sum(n.memory_time for n in nodes), u_bytes, u_units, split,
                        split[0][0] if split else None, headroom(u_time),
-                       "each node is a kernel: sum over nodes of max(compute, bytes / DRAM bandwidth)")
+                       "each node is a kernel: sum over nodes of max(compute, DRAM bytes / DRAM bandwidth); "
+                       "on-chip memory keeps data between kernels")
     # Fused.
     f_compute = max(t for _, t in u_units)
-    boundary = gm.boundary_bytes
+    boundary = boundary_bytes(g, gm)  # metrics' boundary + what views of outputs and inputs add
     f_memory = boundary / bw
     f_time = max(f_compute, f_memory)
     f_terms = (*u_units, ("memory", f_memory))
@@ -275,7 +297,7 @@ def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, 
                 entry[2].append(ld.work)
     resources = [Resource(k, u, k.split("/", 1)[1], rate, _sum(ws), _sum(ws))
                  for k, (u, rate, ws) in sorted(work.items(), key=lambda kv: (UNITS.index(kv[1][0]), kv[0]))]
-    resources.append(Resource("dram", "dram", None, bw, gm.bytes, boundary))
+    resources.append(Resource("dram", "dram", None, bw, u_bytes, boundary))
     totals = Totals(len(nodes), gm.macs, gm.flops_matrix, gm.flops_vector, gm.transcendental, gm.bytes, boundary)
     return Report(g.name, spec.name, spec.full_name, bw, options, nodes, totals, unfused, fused, cache,
                   tuple(resources), gm.opaque, unpriced, notes, measured)

@@ -41,17 +41,24 @@ def bound_command(
     top: int | None = typer.Option(None, "--top", min=0, help=f"Show the N slowest nodes (table default "
                                                               f"{DEFAULT_TOP}, yaml/json all; 0 = all)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the report here (atomically)."),
-    cache_aware: bool = typer.Option(False, "--cache-aware/--no-cache-aware",
-                                     help="Also compute the cache-aware fidelity: finite on-chip memory, tiling "
-                                          "and fusion (PuLP ILPs; implied by --capacity and --cache-bound)."),
+    cache_aware: bool = typer.Option(True, "--cache-aware/--no-cache-aware",
+                                     help="Compute the cache-aware fidelity: finite on-chip memory, tiling and "
+                                          "fusion (PuLP ILPs; on by default, --no-cache-aware skips it)."),
     cache_bound: str = typer.Option("ilp", "--cache-bound", help="Cache-aware Q(S): ilp (tiling ILP optimum, "
                                                                  "default) or floor (provable floor)."),
     capacity: str | None = typer.Option(None, "--capacity", help="On-chip bytes for --cache-aware (50MiB); "
                                                                  "default: the spec's on-chip levels summed."),
+    residency: bool = typer.Option(True, "--residency/--no-residency",
+                                   help="On-chip memory keeps data between kernels (default): unfused and "
+                                        "cache-aware DRAM bytes drop what it may hold. --no-residency: every "
+                                        "kernel's operands cross DRAM (the classical count, beatable on chips "
+                                        "with caches)."),
+    plot: Path | None = typer.Option(None, "--plot", help="Draw the roofline (nodes and each fidelity) as a PNG "
+                                                          "here; one file per chip (NAME-CHIP.png) for several."),
 ) -> None:
-    """Speed-of-light bounds of a graph on one or more chips: unfused and fused, per node, with headroom
-    (--measured) and the inverse roofline (--target-latency / --target-rate); cache-aware (finite on-chip
-    memory, tiling and fusion: --cache-aware, --capacity, --cache-bound). Times are lower bounds."""
+    """Speed-of-light bounds of a graph on one or more chips: unfused, fused and cache-aware (finite on-chip
+    memory, tiling and fusion; --capacity, --cache-bound, --no-cache-aware), per node, with headroom
+    (--measured) and the inverse roofline (--target-latency / --target-rate). Times are lower bounds."""
     if fmt not in FORMATS:
         raise BoundError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     chips = [h.strip() for h in hw.split(",") if h.strip()]
@@ -61,7 +68,12 @@ def bound_command(
     reports = bound_many(g, chips, measured=measured, target_latency=target_latency, target_rate=target_rate,
                          allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype,
                          cache_aware=cache_aware or cache_bound != "ilp" or capacity is not None,
-                         cache_bound=cache_bound, capacity=capacity)
+                         cache_bound=cache_bound, capacity=capacity, residency=residency)
+    if plot is not None:
+        from solar_io.reports.plot import plot_reports
+
+        for path in plot_reports(reports, plot):
+            print(f"{graph}: roofline plot written to {path}", file=sys.stderr)
     seen: set[str] = set()
     for r in reports:
         for line in warnings(r):

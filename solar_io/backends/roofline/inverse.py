@@ -73,18 +73,22 @@ class Inverse:
 
     target_latency: float
     target_rate: float | None
-    fidelities: tuple[InverseFidelity, ...]  # unfused, fused
+    fidelities: tuple[InverseFidelity, ...]  # unfused, fused, and cache-aware when it was computed
 
-    def fidelity(self, name: str) -> InverseFidelity:
-        """The entry of fidelity ``name``."""
-        return next(f for f in self.fidelities if f.fidelity == name)
+    def fidelity(self, name: str) -> InverseFidelity | None:
+        """The entry of fidelity ``name`` (None for a fidelity that was not computed)."""
+        return next((f for f in self.fidelities if f.fidelity == name), None)
 
 
 def inverse_roofline(report: Report, target: float, rate: float | None = None) -> Inverse:
-    """The inverse roofline of ``report`` for the target latency ``target`` seconds."""
+    """The inverse roofline of ``report`` for the target latency ``target`` seconds (the cache-aware
+    fidelity too when the report has it: :mod:`.inverse_cache`)."""
     if not (target > 0 and math.isfinite(target)):
         raise ValueError(f"target latency must be a positive number of seconds, got {target!r}")
-    return Inverse(target, rate, (_unfused(report, target), _fused(report, target)))
+    from .inverse_cache import cache_aware_inverse  # it builds on this module's solver
+    cache = cache_aware_inverse(report, target)
+    return Inverse(target, rate, (_unfused(report, target), _fused(report, target))
+                   + ((cache,) if cache is not None else ()))
 
 
 def _requirement(res, work: float, target: float, z: float | None, binding: bool) -> Requirement:  # noqa: ANN001

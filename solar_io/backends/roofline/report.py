@@ -18,7 +18,7 @@ from .inverse import Inverse, InverseFidelity
 from .result import Fidelity, NodeBound, Report
 
 FORMAT_NAME = "solar-io.sol-report"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # 1.1: cache-aware inverse roofline and comparison columns, fallbacks
 
 
 def _fidelity(f: Fidelity) -> dict[str, Any]:
@@ -49,6 +49,7 @@ def _node(n: NodeBound) -> dict[str, Any]:
         "transcendental": n.transcendental,
         "effectual_fraction": n.effectual_fraction,
         "bytes": n.bytes,
+        "dram_bytes": n.dram_bytes,
         "bytes_exact": n.bytes_exact,
         "intensity": n.intensity,
         "loads": [{"resource": ld.resource, "work": ld.work, "time_s": ld.time} for ld in n.loads],
@@ -63,7 +64,9 @@ def _node(n: NodeBound) -> dict[str, Any]:
     }
 
 
-def _inverse_fidelity(f: InverseFidelity) -> dict[str, Any]:
+def _inverse_fidelity(f: InverseFidelity | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
     return {
         "chip_time_s": f.chip_time,
         "feasible": f.feasible,
@@ -86,7 +89,7 @@ def _inverse(inv: Inverse | None) -> dict[str, Any] | None:
         "fidelities": {
             "unfused": _inverse_fidelity(inv.fidelity("unfused")),
             "fused": _inverse_fidelity(inv.fidelity("fused")),
-            "cache_aware": None,
+            "cache_aware": _inverse_fidelity(inv.fidelity("cache-aware")),
         },
     }
 
@@ -102,8 +105,12 @@ def _cache(r: Report) -> dict[str, Any] | None:
         "vs_unfused": c.vs_unfused,
         "raised_to_fused": c.raised_to_fused,
         "groups": [{"nodes": list(gr.nodes), "kind": gr.kind, "traffic": gr.traffic, "floor": gr.floor,
-                    "avoided": gr.avoided, "compute_s": gr.compute, "time_s": gr.time, "detail": gr.detail}
+                    "avoided": gr.avoided, "compute_s": gr.compute, "time_s": gr.time, "detail": gr.detail,
+                    "fallback": gr.fallback, "resident": gr.resident}
                    for gr in c.groups],
+        "fallbacks": list(c.fallbacks),
+        "distinct_einsum_ilps": c.ilps_solved,
+        "distinct_chain_ilps": c.chain_ilps,
     }
 
 
@@ -139,6 +146,8 @@ def comparison(reports: Sequence[Report]) -> list[dict[str, Any]]:
     rows = []
     for r in reports:
         inv = r.inverse
+        ca = r.cache_aware if r.cache_aware.computed else None
+        cinv = inv.fidelity("cache-aware") if inv else None
         rows.append({
             "hardware": r.hardware,
             "unfused_s": r.unfused.time,
@@ -150,6 +159,10 @@ def comparison(reports: Sequence[Report]) -> list[dict[str, Any]]:
             "headroom_fused": r.fused.headroom,
             "chip_scale_unfused": inv.fidelity("unfused").chip_scale if inv else None,
             "chip_scale_fused": inv.fidelity("fused").chip_scale if inv else None,
+            "cache_aware_s": ca.time if ca else None,
+            "cache_aware_bottleneck": ca.bottleneck if ca else None,
+            "headroom_cache_aware": ca.headroom if ca else None,
+            "chip_scale_cache_aware": cinv.chip_scale if cinv else None,
         })
     return rows
 

@@ -61,6 +61,7 @@ class NodeBound:
     memory_time: float
     time: float
     bottleneck: str  # "matrix", "vector", "special", "memory" or "none"
+    dram_bytes: float = 0.0  # the bytes memory_time charges: ``bytes`` less what stayed on chip
 
     @property
     def compute_time(self) -> float:

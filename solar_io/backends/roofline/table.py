@@ -149,24 +149,31 @@ def report_renderables(r: Report, top: int = DEFAULT_TOP) -> list[RenderableType
 
 
 def comparison_table(reports: Sequence[Report]) -> Table:
-    """Side-by-side projection of the graph on several chips."""
+    """Side-by-side projection of the graph on several chips (cache-aware columns when computed)."""
     measured = any(r.measured is not None for r in reports)
     target = any(r.inverse is not None for r in reports)
+    cache = any(r.cache_aware.computed for r in reports)
+    fids = ("unfused", "fused") + (("cache-aware",) if cache else ())
     t = Table(title="Comparison", title_justify="left")
-    cols = ["chip", "unfused", "fused", "fusion gain", "bound by (unfused)", "bound by (fused)"]
-    cols += ["headroom unfused", "headroom fused"] if measured else []
-    cols += ["chip scale unfused", "chip scale fused"] if target else []
+    cols = ["chip", "unfused", "fused"] + (["cache-aware"] if cache else []) + ["fusion gain"]
+    cols += [f"bound by ({f})" for f in fids]
+    cols += [f"headroom {f}" for f in fids] if measured else []
+    cols += [f"chip scale {f}" for f in fids] if target else []
     for c in cols:
         t.add_column(c, justify="left" if c == "chip" or c.startswith("bound") else "right")
     for r in reports:
-        row = [r.hardware, format_time(r.unfused.time), format_time(r.fused.time), format_ratio(r.fusion_gain),
-               r.unfused.bottleneck or "-", r.fused.bottleneck or "-"]
+        by = {"unfused": r.unfused, "fused": r.fused, "cache-aware": r.cache_aware}
+        row = [r.hardware, format_time(r.unfused.time), format_time(r.fused.time)]
+        if cache:
+            row.append(format_time(r.cache_aware.time) if r.cache_aware.computed else "-")
+        row.append(format_ratio(r.fusion_gain))
+        row += [by[f].bottleneck or "-" for f in fids]
         if measured:
-            row += [format_ratio(r.unfused.headroom), format_ratio(r.fused.headroom)]
+            row += [format_ratio(by[f].headroom) for f in fids]
         if target:
             inv = r.inverse
-            row += [format_ratio(inv.fidelity(f).chip_scale) if inv else "-"
-                    for f in ("unfused", "fused")]
+            scales = [inv.fidelity(f) if inv else None for f in fids]
+            row += [format_ratio(x.chip_scale) if x is not None else "-" for x in scales]
         t.add_row(*row)
     return t
 

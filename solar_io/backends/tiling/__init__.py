@@ -2,7 +2,9 @@
 
 :mod:`.einsum` (one einsum as a tiling problem), :mod:`.ilp` (its minimum traffic Q(S) as an
 integer program), :mod:`.floors` (provable lower bounds), :mod:`.curve` (the Q(S) ski-slope),
-:mod:`.fusion` (fused chains), :mod:`.partition` (fusion partition and the cache-aware SOL),
+:mod:`.fusion` (fused chains), :mod:`.structure` (structural keys: repeated layers solved once),
+:mod:`.segments` (the traffic of one candidate group), :mod:`.partition` (fusion partition and
+the cache-aware SOL),
 :mod:`.sol` (the ``cache-aware`` fidelity of ``solar-io bound``), :mod:`.cli` (``solar-io tiling``).
 """
 
@@ -15,6 +17,7 @@ from .einsum import Einsum, einsum_of  # noqa: E402
 from .floors import Floor, floor  # noqa: E402
 from .ilp import STATS, Tiling, clear_cache, solve  # noqa: E402
 from .partition import CacheAware, GroupResult, cache_aware, capacity_of  # noqa: E402
+from .segments import clear_chain_cache  # noqa: E402
 
 __all__ = ["STATS", "CacheAware", "Einsum", "Floor", "GroupResult", "Tiling", "cache_aware", "capacity_of",
-           "clear_cache", "einsum_of", "floor", "solve"]
+           "clear_cache", "clear_chain_cache", "einsum_of", "floor", "solve"]

@@ -65,7 +65,8 @@ def tiling_command(
             raise BoundError(str(err)) from None
     doc = {
         "node": node, "capacity": cap, "capacity_source": source,
-        "traffic": t.traffic, "tiles": dict(t.tiles), "order": list(t.order), "stationary": list(t.stationary),
+        "traffic": t.traffic, "timed_out": t.timed_out,
+        "tiles": dict(t.tiles), "order": list(t.order), "stationary": list(t.stationary),
         "per_operand": dict(t.per_operand), "working_set": t.working_set,
         "floor": {"compulsory": fl.compulsory, "matmul": fl.matmul, "hbl": fl.hbl, "value": fl.value,
                   "binding": fl.binding},
@@ -76,7 +77,9 @@ def tiling_command(
         return
     typer.echo(f"{node}: space {' '.join(f'{r}={s}' for r, s in zip(e.space, e.sizes, strict=True))}; "
                f"S = {format_si(cap, 'B')} ({source})")
-    if t.traffic is None:
+    if t.timed_out:
+        typer.echo("  the tiling ILP reached its time limit: Q(S) is at least the floor below")
+    elif t.traffic is None:
         typer.echo("  no tiling fits: S is below the smallest working set (every tile 1)")
     else:
         typer.echo(f"  Q(S) = {format_si(t.traffic, 'B')} (tiling ILP optimum); working set "

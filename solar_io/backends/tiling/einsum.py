@@ -23,10 +23,11 @@ small (:func:`candidates`); tests use small einsums, where every divisor is kept
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from solar_io.affine import AffineExpr
 from solar_io.dtypes import DTYPES
@@ -117,10 +118,40 @@ def _groups(index: tuple[AffineExpr, ...], extents: tuple[int, ...]) -> tuple[Gr
     return tuple(out)
 
 
+# The node fields this model reads or may ignore safely (names, provenance, and the data-movement
+# fields, which an einsum does not use). A field outside this set that a newer format version adds
+# (a prefix scan along a rank, say) changes what the node computes in a way the model cannot see.
+MODELED_FIELDS = frozenset({"name", "kind", "op", "inputs", "outputs", "space", "map", "reduce", "movement", "axis",
+                            "view", "pad", "fill", "reason", "location", "attrs"})
+
+
+@cache
+def _extra_fields(cls: type) -> tuple[tuple[str, object], ...]:
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name not in MODELED_FIELDS:
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            out.append((f.name, default))
+    return tuple(out)
+
+
+def unmodeled_fields(node: Node) -> tuple[str, ...]:
+    """The fields of ``node`` outside :data:`MODELED_FIELDS` that are set (differ from their default)."""
+    return tuple(name for name, default in _extra_fields(type(node)) if getattr(node, name) != default)
+
+
+def tileable(node: Node) -> bool:
+    """True for an einsum node this model can tile: an iteration space, only affine indexes (no
+    gather ``@t`` or scatter index, no whole-tensor access) and no field it does not model."""
+    return node.kind == "einsum" and bool(node.space) and not unmodeled_fields(node) and all(
+        a.index is not None and all(type(e) is AffineExpr for e in a.index) for a in (*node.inputs, *node.outputs))
+
+
 def einsum_of(g: Graph, node: Node) -> Einsum | None:
     """The tiling problem of an einsum node, or None when it cannot be tiled by this model
-    (not an einsum, a gather ``@t`` index, a whole-tensor access)."""
-    if node.kind != "einsum" or not node.space:
+    (:func:`tileable`); such a node is charged its unfused bytes by the cache-aware bound."""
+    if not tileable(node):
         return None
     sizes = g.rank_sizes
     tmap = g.tensor_map
@@ -286,6 +317,6 @@ def compulsory_bytes(e: Einsum) -> float:
     return sum(tile_bytes(op, size) for op in e.operands)
 
 
-__all__ = ["Einsum", "Group", "Operand", "candidates", "compulsory_bytes", "cover_bytes", "divisors", "einsum_of",
-           "merge_equivalent", "split_tile", "trips",
+__all__ = ["MODELED_FIELDS", "Einsum", "Group", "Operand", "candidates", "compulsory_bytes", "cover_bytes",
+           "divisors", "einsum_of", "merge_equivalent", "split_tile", "tileable", "trips", "unmodeled_fields",
            "group_elements", "tile_bytes", "traffic", "working_set"]

@@ -5,14 +5,18 @@ aliases tensors (a view's output is its input's memory), so tensors are identifi
 (the tensor a chain of views starts from).
 
 - **External bytes** of a segment: every root it reads that is produced outside it (or is a graph
-  input, weight or constant), at the largest read of it, plus every root it writes that is read
-  outside it or is a graph output. Intermediates produced and consumed inside never touch DRAM:
-  that is the traffic a fused group avoids.
+  input, weight or constant), at the largest read of it (a read through a view as the root bytes
+  it certainly covers), plus every root it writes that is read outside it or is a graph output,
+  and the part of a root that graph outputs viewing it expose
+  (:mod:`solar_io.backends.roofline.aliases`). Intermediates produced and consumed inside never
+  touch DRAM: that is the traffic a fused group avoids.
 - **Everything fits**: when the bytes of every root the segment touches fit in S, its traffic is
   its external bytes.
 - **Chain tiling** (:func:`solve_chain`): pick a shared rank ``sigma`` that every node of the
   segment iterates over and keeps in its outputs (so no reduction crosses tiles, and every
-  intermediate is indexed by it) and a tile ``t | N_sigma`` (``n = N_sigma / t`` tiles). Tensors
+  intermediate is indexed by it) and a tile ``t | N_sigma`` (``n = N_sigma / t`` tiles). Shared
+  ranks that index exactly the same tensors (batch and sequence, say) are also tiled together as
+  one rank ``B*S`` of their product's size (a tile is then a box of both). Tensors
   indexed by sigma move one tile per step; the others (weights) are either *resident* (held on chip
   for the whole run) or *streamed* (re-read once per sigma tile). Capacity, as the issue defines it:
   ``sum(resident tensors not indexed by sigma) + max_v(sigma-indexed tile bytes of node v) <= S``;
@@ -24,14 +28,19 @@ aliases tensors (a view's output is its input's memory), so tensors are identifi
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 
 import pulp
 
+from solar_io.backends.roofline.aliases import ViewChains
+from solar_io.backends.roofline.residency import node_traffic
 from solar_io.graph import Graph, Node
 from solar_io.metrics import GraphMetrics
 
-from .einsum import divisors
+from .einsum import divisors, tileable
+from .ilp import TIME_LIMIT, solve_exactly
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,41 +50,48 @@ class GraphView:
     root: dict[str, str]
     producer: dict[str, int]                 # root -> index of the non-view node writing it
     consumers: dict[str, tuple[int, ...]]    # root -> indices of nodes reading it (any alias)
-    output: frozenset[str]                   # roots that are (aliases of) graph outputs
+    output: frozenset[str]                   # roots that are graph outputs themselves
     reads: tuple[dict[str, float], ...]      # per node: root -> bytes read
     writes: tuple[dict[str, float], ...]     # per node: root -> bytes written
     size: dict[str, float] = field(default_factory=dict)  # root -> largest bytes read or written
+    exposed: dict[str, float] = field(default_factory=dict)  # computed root -> bytes outputs viewing it expose
+    chains: ViewChains | None = None
+
+    def node_bytes(self, k: int) -> float:
+        """DRAM bytes of node k alone, by root (reads through views as the root bytes they certainly
+        are): at most its metrics' bytes when it reads no view, a lower bound in every case."""
+        return sum(self.reads[k].values()) + sum(self.writes[k].values())
+
+    def written(self, t: str, b: float, i: int, j: int) -> float:
+        """DRAM bytes segment ``i..j`` must write of root ``t`` that one of its nodes writes (``b``
+        bytes): all of it when it is a graph output or read outside the segment, the part that
+        outputs viewing it expose (:func:`solar_io.backends.roofline.aliases.exposed_bytes`), else 0."""
+        if t in self.output or any(not (i <= c <= j) for c in self.consumers.get(t, ())):
+            return b
+        return min(b, self.exposed.get(t, 0.0))
 
 
 def graph_view(g: Graph, gm: GraphMetrics) -> GraphView:
     """The alias structure of ``g`` (``gm``: its metrics)."""
-    root: dict[str, str] = {t.name: t.name for t in g.tensors}
-    for n in g.nodes:
-        if n.kind == "data_movement" and n.view and len(n.inputs) == 1:
-            for a in n.outputs:
-                root[a.tensor] = root[n.inputs[0].tensor]
+    chains = ViewChains(g)
+    root = chains.root
     producer: dict[str, int] = {}
     consumers: dict[str, list[int]] = {}
     reads, writes = [], []
     size: dict[str, float] = {}
-    for i, (n, m) in enumerate(zip(g.nodes, gm.nodes, strict=True)):
-        view = n.kind == "data_movement" and n.view
-        rd: dict[str, float] = {}
-        wr: dict[str, float] = {}
-        if not view:
-            for t, b in m.bytes_read.items():
-                rd[root[t]] = max(rd.get(root[t], 0.0), b)
-                consumers.setdefault(root[t], []).append(i)
-            for t, b in m.bytes_written.items():
-                wr[root[t]] = max(wr.get(root[t], 0.0), b)
-                producer.setdefault(root[t], i)
+    for i, tr in enumerate(node_traffic(g, gm, chains)):  # through a view: bytes of the root it surely reads
+        rd, wr = tr.reads, tr.writes
+        for t in rd:
+            consumers.setdefault(t, []).append(i)
+        for t in wr:
+            producer.setdefault(t, i)
         for t, b in (*rd.items(), *wr.items()):
             size[t] = max(size.get(t, 0.0), b)
         reads.append(rd)
         writes.append(wr)
-    out = frozenset(root[t.name] for t in g.tensors if t.role == "output")
+    out = frozenset(t.name for t in g.tensors if t.role == "output" and root[t.name] == t.name)
     return GraphView(root, producer, {k: tuple(v) for k, v in consumers.items()}, out, tuple(reads), tuple(writes),
-                     size)
+                     size, chains.exposed(), chains)
 
 
 def external_bytes(v: GraphView, i: int, j: int) -> float:
@@ -88,8 +104,9 @@ def external_bytes(v: GraphView, i: int, j: int) -> float:
             if not (i <= p <= j):
                 rd[t] = max(rd.get(t, 0.0), b)
         for t, b in v.writes[k].items():
-            if t in v.output or any(not (i <= c <= j) for c in v.consumers.get(t, ())):
-                wr[t] = max(wr.get(t, 0.0), b)
+            w = v.written(t, b, i, j)
+            if w > 0:
+                wr[t] = max(wr.get(t, 0.0), w)
     return sum(rd.values()) + sum(wr.values())
 
 
@@ -99,7 +116,8 @@ def avoided_bytes(v: GraphView, i: int, j: int) -> float:
     total = 0.0
     for k in range(i, j + 1):
         for t, b in v.writes[k].items():
-            if t not in v.output and all(i <= c <= j for c in v.consumers.get(t, ())) and v.consumers.get(t):
+            if t not in v.output and t not in v.exposed and all(i <= c <= j for c in v.consumers.get(t, ())) \
+                    and v.consumers.get(t):
                 total += b + sum(v.reads[c].get(t, 0.0) for c in set(v.consumers[t]))
     return total
 
@@ -141,7 +159,7 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
     nodes: list[Node] = list(g.nodes[i:j + 1])
     tmap = g.tensor_map
     work = [n for n in nodes if not (n.kind == "data_movement" and n.view)]
-    if not work or any(n.kind != "einsum" for n in work):
+    if not work or any(not tileable(n) for n in work):
         return []
     common = set(work[0].space)
     for n in work:
@@ -149,7 +167,7 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
         for a in n.outputs:
             common &= set(tmap[a.tensor].ranks)
     for n in nodes:
-        if n not in work:
+        if n.kind == "data_movement" and n.view:
             for a in (*n.inputs, *n.outputs):
                 common &= set(tmap[a.tensor].ranks)
     sizes = g.rank_sizes
@@ -166,57 +184,117 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
             if not (i <= v.producer.get(t, -1) <= j):
                 ext_rd[t] = max(ext_rd.get(t, 0.0), b)
         for t, b in v.writes[k].items():
-            if t in v.output or any(not (i <= c <= j) for c in v.consumers.get(t, ())):
-                ext_wr[t] = max(ext_wr.get(t, 0.0), b)
+            w = v.written(t, b, i, j)
+            if w > 0:
+                ext_wr[t] = max(ext_wr.get(t, 0.0), w)
+    classes: dict[frozenset[str], list[str]] = {}  # tensors indexed -> the shared ranks indexing exactly them
     for sigma in sorted(common):
         if sizes[sigma] <= 1:
             continue
-        indexed = {t for t, rs in roots_ranks.items() if sigma in rs}
-        others = tuple(sorted((t, b) for t, b in ext_rd.items() if t not in indexed and b > 0))
+        indexed = frozenset(t for t, rs in roots_ranks.items() if sigma in rs)
         if any(t not in indexed for t in ext_wr):
             continue
+        classes.setdefault(indexed, []).append(sigma)
+    for indexed, ranks in classes.items():
+        others = tuple(sorted((t, b) for t, b in ext_rd.items() if t not in indexed and b > 0))
         base = sum(b for t, b in ext_rd.items() if t in indexed) + sum(ext_wr.values())
-        for t in divisors(sizes[sigma]):
-            n = sizes[sigma] // t
-            ws = max(sum(b / n for t2, b in (*v.reads[k].items(), *v.writes[k].items()) if t2 in indexed)
-                     for k in range(i, j + 1))
-            opts.append(ChainOption(sigma, t, n, base, ws, others))
+        whole = max(sum(b for t2, b in (*v.reads[k].items(), *v.writes[k].items()) if t2 in indexed)
+                    for k in range(i, j + 1))
+        # Ranks that index the same tensors tile together: a tile of d points of their product is a
+        # box of them (every divisor of a product of sizes splits into divisors of each), and every
+        # tensor they index holds a fraction d / (product) of itself per tile.
+        groups = [(r,) for r in ranks] + ([tuple(ranks)] if len(ranks) > 1 else [])
+        for group in groups:
+            size = math.prod(sizes[r] for r in group)
+            for t in divisors(size):
+                n = size // t
+                opts.append(ChainOption("*".join(group), t, n, base, whole / n, others))
     return opts
 
 
-def solve_chain(opts: list[ChainOption], capacity: float) -> ChainTiling | None:
-    """The minimum-traffic chain tiling among ``opts`` within ``capacity`` bytes (an ILP).
+ENUMERATE_LIMIT = 4096  # residency choices per option searched directly, without the solver, up to this many
 
-    Binaries ``u[o]`` (option o chosen, exactly one) and ``keep[o,T]`` (tensor T resident under
-    option o, ``keep <= u``). Traffic: ``sum_o u[o] (base_o + n_o sum_T bytes_T)
-    - sum_{o,T} keep[o,T] (n_o - 1) bytes_T``; capacity: ``sum_o u[o] tile_ws_o
-    + sum_{o,T} keep[o,T] bytes_T <= S``."""
+
+def solve_chain(opts: list[ChainOption], capacity: float, time_limit: float | None = TIME_LIMIT,
+                method: str = "auto") -> ChainTiling | None:
+    """The minimum-traffic chain tiling among ``opts`` within ``capacity`` bytes (None when no option
+    fits; raises :class:`.ilp.TimeLimitReached` after ``time_limit`` seconds of solver time).
+
+    For each option, how many of its non-sigma tensors of each size stay resident: tensors of equal
+    size are interchangeable (each saves ``(n_o - 1) b`` traffic and costs ``b`` capacity), so the
+    choice is a count per size. ``method='enumerate'`` tries every count vector of every option (exact;
+    ``'auto'`` does so when an option has at most :data:`ENUMERATE_LIMIT` of them, which spares a
+    solver process per chain); ``'ilp'`` solves it as an integer program: binaries ``u[o]`` (option o,
+    exactly one) and integers ``keep[o,b]`` in ``[0, count_o(b)]`` with ``keep <= count * u``;
+    traffic ``sum_o u[o] (base_o + n_o sum_T bytes_T) - sum_{o,b} keep[o,b] (n_o - 1) b``; capacity
+    ``sum_o u[o] tile_ws_o + sum_{o,b} keep[o,b] b <= S``. The tests check that both agree."""
     feasible = [o for o in opts if o.tile_ws <= capacity]
     if not feasible:
         return None
+    counts = [_counts(o) for o in feasible]
+    small = all(math.prod(c + 1 for _, c in cs) <= ENUMERATE_LIMIT for cs in counts)
+    if method == "enumerate" or (method == "auto" and small):
+        k, keep = _enumerate(feasible, counts, capacity)
+    else:
+        k, keep = _chain_ilp(feasible, counts, capacity, time_limit)
+        if k < 0:
+            return None
+    o = feasible[k]
+    left = dict(keep)
+    res = []
+    for t, b in o.others:  # the first ``keep`` tensors of each size
+        if left.get(b, 0) > 0:
+            res.append(t)
+            left[b] -= 1
+    return chain_tiling(o, tuple(res), opts.index(o))
+
+
+def _enumerate(feasible: list[ChainOption], counts: list[tuple[tuple[float, int], ...]],
+               capacity: float) -> tuple[int, dict[float, int]]:
+    best: tuple[float, int, dict[float, int]] | None = None
+    for k, (o, cs) in enumerate(zip(feasible, counts, strict=True)):
+        total = sum(b * c for b, c in cs)
+        for keep in itertools.product(*(range(c + 1) for _, c in cs)):
+            resident = sum(b * x for (b, _), x in zip(cs, keep, strict=True))
+            if o.tile_ws + resident > capacity:
+                continue
+            q = o.base + o.tiles * total - (o.tiles - 1) * resident
+            if best is None or q < best[0]:
+                best = (q, k, {b: x for (b, _), x in zip(cs, keep, strict=True)})
+    assert best is not None  # keeping nothing resident fits every feasible option
+    return best[1], best[2]
+
+
+def _chain_ilp(feasible: list[ChainOption], counts: list[tuple[tuple[float, int], ...]], capacity: float,
+               time_limit: float | None) -> tuple[int, dict[float, int]]:
     prob = pulp.LpProblem("chain", pulp.LpMinimize)
     u = [pulp.LpVariable(f"u{k}", cat="Binary") for k in range(len(feasible))]
-    keep = {(k, t): pulp.LpVariable(f"k{k}_{m}", cat="Binary")
-            for k, o in enumerate(feasible) for m, (t, _) in enumerate(o.others)}
+    keep = {(k, b): pulp.LpVariable(f"k{k}_{m}", 0, c, cat="Integer")
+            for k, cs in enumerate(counts) for m, (b, c) in enumerate(cs)}
     prob += pulp.lpSum(u) == 1
     scale = 1.0 / max(1.0, max(o.base + o.tiles * sum(b for _, b in o.others) for o in feasible))
     obj, cap = [], []
     for k, o in enumerate(feasible):
         obj.append(u[k] * (o.base + o.tiles * sum(b for _, b in o.others)))
         cap.append(u[k] * o.tile_ws)
-        for t, b in o.others:
-            prob += keep[(k, t)] <= u[k]
-            obj.append(-(o.tiles - 1) * b * keep[(k, t)])
-            cap.append(b * keep[(k, t)])
+        for b, c in counts[k]:
+            prob += keep[(k, b)] <= c * u[k]
+            obj.append(-(o.tiles - 1) * b * keep[(k, b)])
+            cap.append(b * keep[(k, b)])
     prob += pulp.lpSum(obj) * scale
     prob += pulp.lpSum(cap) * (1.0 / max(1.0, capacity)) <= capacity / max(1.0, capacity)
-    prob.solve(pulp.PULP_CBC_CMD(msg=0, gapRel=0, gapAbs=0))
-    if pulp.LpStatus[prob.status] != "Optimal":
-        return None
+    if not solve_exactly(prob, time_limit):
+        return -1, {}
     k = max(range(len(feasible)), key=lambda q: u[q].value() or 0.0)
-    o = feasible[k]
-    res = tuple(t for t, _ in o.others if (keep[(k, t)].value() or 0.0) > 0.5)
-    return chain_tiling(o, res, opts.index(o))
+    return k, {b: round(keep[(k, b)].value() or 0.0) for b, _ in counts[k]}
+
+
+def _counts(o: ChainOption) -> tuple[tuple[float, int], ...]:
+    """(bytes, how many of the option's non-sigma tensors have that size), by size."""
+    out: dict[float, int] = {}
+    for _, b in o.others:
+        out[b] = out.get(b, 0) + 1
+    return tuple(sorted(out.items()))
 
 
 def chain_tiling(o: ChainOption, resident: tuple[str, ...], option: int = -1) -> ChainTiling:

@@ -28,6 +28,10 @@ Decision variables (binary unless said otherwise), for the model of :mod:`.einsu
   it with brute-force enumeration).
 
 Einsums with the same :meth:`Einsum.signature` and capacity are solved once (:func:`solve`'s cache).
+Each solve has a time limit (``time_limit`` seconds, :data:`TIME_LIMIT` by default); a solve that
+reaches it without proving optimality returns ``timed_out`` and no traffic (an incumbent found by
+then is only an upper bound on Q, so it is not used): the caller charges the provable floor,
+which is below the optimum, so the bound stays a lower bound.
 """
 
 from __future__ import annotations
@@ -53,6 +57,42 @@ from .einsum import (
 )
 
 TABLE_LIMIT = 768
+TIME_LIMIT = 30.0  # seconds per ILP; the largest single solves measured take ~0.3 s
+
+
+class TimeLimitReached(Exception):
+    """A solve stopped at its time limit before proving optimality."""
+
+
+def _limit(time_limit: float | None) -> float:
+    return math.inf if time_limit is None else time_limit
+
+
+def solve_exactly(prob: pulp.LpProblem, time_limit: float | None, options: tuple[str, ...] = ()) -> bool:
+    """Solve ``prob`` with CBC to proven optimality (gap 0) within ``time_limit`` seconds (None: no
+    limit; 0 or less: give up at once). True when solved, False when infeasible; raises
+    :class:`TimeLimitReached` when stopped at the limit."""
+    if time_limit is not None and time_limit <= 0:
+        raise TimeLimitReached
+    STATS["cbc"] += 1
+    prob.solve(cbc(time_limit, options))
+    return proven(prob)
+
+
+def cbc(time_limit: float | None, options: tuple[str, ...] = ()) -> pulp.LpSolver:
+    """The CBC command for one exact solve (gap 0) with an optional time limit in seconds."""
+    kw = {} if time_limit is None else {"timeLimit": time_limit}
+    return pulp.PULP_CBC_CMD(msg=0, gapRel=0, gapAbs=0, options=list(options), **kw)
+
+
+def proven(prob: pulp.LpProblem) -> bool:
+    """True when CBC proved the solution optimal; raises :class:`TimeLimitReached` when it stopped
+    early (with or without an incumbent); False when the problem is infeasible."""
+    if prob.sol_status == pulp.LpSolutionOptimal:
+        return True
+    if prob.status in (pulp.LpStatusInfeasible, pulp.LpStatusUnbounded):
+        return False
+    raise TimeLimitReached
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +106,13 @@ class Tiling:
     per_operand: tuple[tuple[str, float], ...] = ()
     stationary: tuple[str, ...] = ()   # operands fetched once (no irrelevant loop outside them)
     working_set: float = 0.0
+    timed_out: bool = False            # the solve reached its time limit: no traffic, use the floor
 
 
 _CACHE: dict[tuple, Tiling] = {}
+_TIMED_OUT: dict[tuple, float] = {}  # key -> the time limit its solve reached
 _LOCK = threading.Lock()
-STATS = {"solved": 0, "hits": 0}
+STATS = {"solved": 0, "hits": 0, "timeouts": 0, "cbc": 0}  # cbc: solver runs (einsum and chain ILPs)
 
 
 def _cands(e: Einsum, merged: frozenset[str] = frozenset()) -> dict[str, tuple[int, ...]]:
@@ -103,20 +145,29 @@ def _solution_tiling(e: Einsum, tile: dict[str, int], order: tuple[str, ...], ca
                   working_set(e, tile))
 
 
-def solve(e: Einsum, capacity: float) -> Tiling:
-    """The minimum-traffic tiling of ``e`` with an on-chip buffer of ``capacity`` bytes (cached)."""
+def solve(e: Einsum, capacity: float, time_limit: float | None = TIME_LIMIT) -> Tiling:
+    """The minimum-traffic tiling of ``e`` with an on-chip buffer of ``capacity`` bytes (cached by
+    structure: signature and capacity). ``time_limit``: seconds for the solve (None: no limit); when
+    it is reached the result has ``timed_out`` set and no traffic."""
     small, merged = merge_equivalent(e)
     fixed = frozenset(merged)
     key = (small.signature(), tuple(i for i, r in enumerate(small.space) if r in fixed), float(capacity))
     with _LOCK:
         hit = _CACHE.get(key)
-    if hit is not None:
+    if hit is not None and not (hit.timed_out and _TIMED_OUT.get(key, 0.0) < _limit(time_limit)):
         STATS["hits"] += 1
-    else:
-        hit = _solve(small, float(capacity), fixed)
+    else:  # not solved yet, or it timed out under a shorter limit than this one
+        try:
+            hit = _solve(small, float(capacity), fixed, time_limit)
+        except TimeLimitReached:
+            hit = Tiling(float(capacity), None, timed_out=True)
+            STATS["timeouts"] += 1
+            _TIMED_OUT[key] = _limit(time_limit)
         with _LOCK:
             _CACHE[key] = hit
             STATS["solved"] += 1
+    if hit.timed_out:
+        return hit
     t = _rename(hit, small)
     if not merged or t.traffic is None:
         return t if t.traffic is not None else Tiling(float(capacity), None)
@@ -144,10 +195,11 @@ def clear_cache() -> None:
     """Forget every solved ILP (tests and benchmarks)."""
     with _LOCK:
         _CACHE.clear()
-        STATS.update(solved=0, hits=0)
+        _TIMED_OUT.clear()
+        STATS.update(solved=0, hits=0, timeouts=0, cbc=0)
 
 
-def _solve(e: Einsum, cap: float, merged: frozenset[str] = frozenset()) -> Tiling:
+def _solve(e: Einsum, cap: float, merged: frozenset[str] = frozenset(), time_limit: float | None = None) -> Tiling:
     size = e.size
     cands = _cands(e, merged)
     min_ws = working_set(e, {r: 1 for r in e.space})
@@ -244,8 +296,7 @@ def _solve(e: Einsum, cap: float, merged: frozenset[str] = frozenset()) -> Tilin
     prob += pulp.lpSum(obj) * norm
     # Cuts and primal heuristics cost more than they save on these small, table-structured models
     # (measured: the per-einsum solve time drops 2-4x); optimality is unaffected.
-    status = prob.solve(pulp.PULP_CBC_CMD(msg=0, gapRel=0, gapAbs=0, options=["cuts off", "heuristics off"]))
-    if pulp.LpStatus[status] != "Optimal":
+    if not solve_exactly(prob, time_limit, ("cuts off", "heuristics off")):
         return Tiling(cap, None)
     tile = {r: (cands[r][max(range(len(cands[r])), key=lambda j: x[r][j].value() or 0)] if r in x else cands[r][0])
             for r in e.space}
@@ -257,4 +308,5 @@ def _solve(e: Einsum, cap: float, merged: frozenset[str] = frozenset()) -> Tilin
     return result
 
 
-__all__ = ["STATS", "TABLE_LIMIT", "Tiling", "clear_cache", "solve"]
+__all__ = ["STATS", "TABLE_LIMIT", "TIME_LIMIT", "TimeLimitReached", "Tiling", "cbc", "clear_cache", "proven",
+           "solve", "solve_exactly"]

@@ -4,14 +4,10 @@ Groups are contiguous runs (segments) of the topological order, at most ``max_gr
 the whole graph as one group. For each candidate segment:
 
 - ``compute`` = the busiest unit's total over its nodes (units overlap inside one kernel, as for
-  the fused bound); ``Q`` = its DRAM traffic at capacity S:
-  * one einsum node: the per-einsum tiling ILP (:mod:`.ilp`); a node it cannot tile (gather,
-    opaque, copy): its unfused bytes; a view: 0;
-  * several nodes: external bytes when every tensor it touches fits in S, else the chain ILP
-    (:mod:`.fusion`); a segment neither can handle is not a group;
-  * ``bound='floor'`` uses the provable floors instead (:mod:`.floors`: compulsory, Smith's
-    matmul bound, HBL; inside a group only over operands that come from DRAM).
-  In ``ilp`` mode ``Q = max(ILP, floor)`` (the ILP is never below the floor; the max only guards).
+  the fused bound); ``Q`` = its DRAM traffic at capacity S (:mod:`.segments`: tiling ILP, chain
+  ILP, everything on chip, or the provable floors; in ``ilp`` mode ``Q = max(ILP, floor)``, the
+  ILP is never below the floor and the max only guards). Segments of repeated layers are solved
+  once (:mod:`.structure`).
 - ``time = max(compute, Q / DRAM bandwidth)``; ``avoided``: the intermediate bytes a multi-node
   group keeps on chip (their writes and reads), the traffic fusion saves.
 
@@ -29,13 +25,13 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from solar_io.backends.roofline.residency import on_chip_capacity
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
-from .einsum import einsum_of
-from .floors import floor
-from .fusion import avoided_bytes, chain_options, chain_tiling, external_bytes, graph_view, solve_chain, touched_bytes
-from .ilp import solve
+from .fusion import GraphView, graph_view
+from .ilp import STATS, TIME_LIMIT
+from .segments import Segments
 
 UNIT_NAMES = ("matrix", "vector", "special")
 
@@ -53,6 +49,8 @@ class GroupResult:
     time: float
     detail: str = ""
     avoided: float = 0.0  # intermediate bytes kept on chip (written and read inside the group)
+    fallback: bool = False  # an ILP reached its time limit: Q is the provable floor
+    resident: float = 0.0  # bytes of Q that on-chip memory may have kept from earlier groups (not in traffic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,92 +71,110 @@ class CacheAware:
     ilps_solved: int = 0         # distinct per-einsum ILPs solved for this graph (the rest were cached)
     chain_ilps: int = 0          # distinct fused-chain ILPs solved
     phases: dict[str, float] = field(default_factory=dict)
+    segments_solved: int = 0     # distinct candidate groups analysed (the rest repeat one of them)
+    segments_reused: int = 0     # candidate groups answered from an identical one
+    fallbacks: tuple[str, ...] = ()  # first node of each chosen group whose ILP reached its time limit
+    # Every candidate group (first node, last node, traffic Q): what the inverse roofline re-partitions.
+    candidates: tuple[tuple[int, int, float], ...] = field(default=(), compare=False, repr=False)
+    spans: tuple[tuple[int, int], ...] = ()  # (first, last) node index of each chosen group
 
 
 def capacity_of(spec: object, capacity: float | None) -> tuple[float, str]:
-    """The on-chip capacity S in bytes and where it comes from: ``capacity`` if given, else the
-    sum of every on-chip level's total capacity (data may live in any of them; more S can only
-    lower Q). Register files are not in the specs and are not counted."""
-    if capacity is not None:
-        if not (capacity > 0):
-            raise ValueError(f"--capacity: must be positive, got {capacity!r}")
-        return float(capacity), "--capacity"
-    levels = [m for m in spec.memory[1:] if m.total_capacity]  # type: ignore[attr-defined]
-    if not levels:
-        return math.inf, "unlimited (the spec lists no on-chip level)"
-    return float(sum(m.total_capacity for m in levels)), "+".join(m.level for m in levels) + " (spec)"
+    """The on-chip capacity S in bytes and where it comes from (:func:`on_chip_capacity`)."""
+    return on_chip_capacity(spec, capacity)
+
+
+def first_touch(v: GraphView) -> dict[str, int]:
+    """Root -> index of the first node that reads or writes it."""
+    first: dict[str, int] = {}
+    for k, (rd, wr) in enumerate(zip(v.reads, v.writes, strict=True)):
+        for t in (*rd, *wr):
+            first.setdefault(t, k)
+    return first
+
+
+def residency_credit(v: GraphView, first: dict[str, int], i: int, j: int, capacity: float) -> float:
+    """Bytes of group ``i..j``'s Q that on-chip memory may save because it is not emptied between
+    kernels (:mod:`solar_io.backends.roofline.residency`): up to S of the roots it reads that an
+    earlier node touched (a run that starts with them on chip does at most that much less traffic
+    than one that loads them first), plus up to S of the intermediates it writes for later groups
+    (they may stay on chip; graph outputs and what output views expose are delivered)."""
+    if capacity <= 0:
+        return 0.0
+    reread: dict[str, float] = {}
+    kept: dict[str, float] = {}
+    for k in range(i, j + 1):
+        for t, b in v.reads[k].items():
+            if not (i <= v.producer.get(t, -1) <= j) and first.get(t, i) < i:
+                reread[t] = max(reread.get(t, 0.0), b)
+        for t, b in v.writes[k].items():
+            if t not in v.output and any(c > j for c in v.consumers.get(t, ())):
+                kept[t] = max(kept.get(t, 0.0), b - min(b, v.exposed.get(t, 0.0)))
+    return min(capacity, math.fsum(reread.values())) + min(capacity, math.fsum(kept.values()))
 
 
 def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], bw: float, capacity: float,
                 fused_time: float, unfused_time: float, *, bound: str = "ilp", max_group: int = 8,
-                capacity_source: str = "") -> CacheAware:
-    """The cache-aware SOL (see the module docstring). ``unit_times[k]``: node k's seconds per unit."""
+                capacity_source: str = "", time_limit: float | None = TIME_LIMIT, reuse: bool = True,
+                residency: bool = True) -> CacheAware:
+    """The cache-aware SOL (see the module docstring). ``unit_times[k]``: node k's seconds per unit;
+    ``time_limit``: seconds per ILP (None: none); ``reuse``: share the work of identical nodes and
+    segments (False only to check that sharing changes nothing)."""
     if bound not in ("ilp", "floor"):
         raise ValueError(f"--cache-bound: use ilp or floor, not {bound!r}")
     t0 = time.perf_counter()
     phases: dict[str, float] = {}
-    view = graph_view(g, gm)
-    n = len(g.nodes)
-    einsums = [einsum_of(g, node) for node in g.nodes]
-    single: list[tuple[float, float, str, str]] = []  # (Q, floor, kind, detail)
-    from .ilp import STATS
     solved0 = STATS["solved"]
-    for k, (node, e) in enumerate(zip(g.nodes, einsums, strict=True)):
-        if node.kind == "data_movement" and node.view:
-            single.append((0.0, 0.0, "view", ""))
-            continue
-        if e is None:
-            b = gm.nodes[k].bytes
-            single.append((b, b, "untiled", "bytes as unfused (not tileable)"))
-            continue
-        fl = floor(e, capacity, compulsory=gm.nodes[k].bytes).value  # metrics' bytes: exact or a lower bound
-        if bound == "floor" or math.isinf(capacity):
-            single.append((fl if bound == "floor" else gm.nodes[k].bytes, fl, "floor" if bound == "floor"
-                           else "resident", ""))
-            continue
-        t = solve(e, capacity)
-        if t.traffic is None:
-            single.append((fl, fl, "floor", "S below the smallest working set: floor used"))
-            continue
-        detail = "tiles " + " ".join(f"{r}={v}" for r, v in t.tiles) + "; order " + (",".join(t.order) or "-")
-        single.append((max(t.traffic, fl), fl, "tiled", detail))
-    phases["einsum ILPs"] = time.perf_counter() - t0
+    n = len(g.nodes)
+    view = graph_view(g, gm)
+    seg = Segments(g, gm, view, capacity, bound, max_group, time_limit, reuse)
+    first = first_touch(view)
+    held = capacity if residency else 0.0  # what on-chip memory may keep between groups
+    phases["structure"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     units = [tuple(u.get(x, 0.0) for x in UNIT_NAMES) for u in unit_times]
     best = [0.0] + [math.inf] * n
-    choice: list[tuple[int, GroupResult] | None] = [None] * (n + 1)
-    chain_cache: dict[tuple, tuple[float, str] | None] = {}
-    spans = [(i, j) for j in range(n) for i in range(max(0, j - max_group + 1), j + 1)]
-    if n > max_group:
-        spans.append((0, n - 1))
-    spans.sort(key=lambda s: (s[1], s[0]))
-    for i, j in spans:
-        if math.isinf(best[i]):
-            continue
-        comp_units = [sum(units[k][u] for k in range(i, j + 1)) for u in range(3)]
-        compute = max(comp_units)
-        if i == j:
-            q, fl, kind, detail = single[i]
-            if kind not in ("view", "floor") and touched_bytes(view, i, i) <= capacity:
-                ext = external_bytes(view, i, i)  # one node with everything on chip
-                if ext < q:
-                    q, fl, kind, detail = ext, min(fl, ext), "resident", "every tensor on chip"
-        else:
-            got = _segment(g, view, einsums, i, j, capacity, bound, chain_cache)
-            if got is None:
+    choice: list[tuple[int, float, float] | None] = [None] * (n + 1)  # (start, compute, time) of the last group
+    spans: dict[tuple[int, int], object] = {}
+    candidates: list[tuple[int, int, float]] = []
+    for j in range(n):
+        m = v = sp = 0.0  # the segment's matrix, vector and special-function seconds
+        for i in range(j, max(0, j - max_group + 1) - 1, -1):
+            m, v, sp = m + units[i][0], v + units[i][1], sp + units[i][2]
+            if math.isinf(best[i]):
                 continue
-            q, fl, kind, detail = got
-        t = max(compute, q / bw)
-        if best[i] + t < best[j + 1]:
-            best[j + 1] = best[i] + t
-            choice[j + 1] = (i, GroupResult(tuple(x.name for x in g.nodes[i:j + 1]), kind, q, fl, compute, t,
-                                            detail, avoided_bytes(view, i, j) if i < j else 0.0))
+            s = seg.span(i, j)
+            if s is None:
+                continue
+            q = s.traffic - residency_credit(view, first, i, j, held)
+            candidates.append((i, j, q))
+            compute = max(m, v, sp)
+            t = max(compute, q / bw)
+            if best[i] + t < best[j + 1]:
+                best[j + 1] = best[i] + t
+                choice[j + 1] = (i, compute, t)
+                spans[(i, j)] = s
+    if n > max_group:  # the whole graph as one group
+        s = seg.span(0, n - 1)
+        if s is not None:
+            candidates.append((0, n - 1, s.traffic))
+            compute = max(math.fsum(u[x] for u in units) for x in range(3))
+            t = max(compute, s.traffic / bw)
+            if t < best[n]:
+                best[n] = t
+                choice[n] = (0, compute, t)
+                spans[(0, n - 1)] = s
     phases["partition"] = time.perf_counter() - t1
     groups: list[GroupResult] = []
+    chosen: list[tuple[int, int]] = []
     j = n
     while j > 0:
-        i, gr = choice[j]  # type: ignore[misc]
-        groups.append(gr)
+        i, compute, t = choice[j]  # type: ignore[misc]
+        chosen.append((i, j - 1))
+        s = spans[(i, j - 1)]
+        kept = residency_credit(view, first, i, j - 1, held)
+        groups.append(GroupResult(tuple(x.name for x in g.nodes[i:j]), s.kind, s.traffic - kept, s.floor, compute, t,
+                                  seg.detail(i, s), s.avoided, s.fallback, kept))
         j = i
     groups.reverse()
     total = math.fsum(gr.time for gr in groups)
@@ -170,38 +186,8 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     vs = "equal" if abs(rel - 1.0) < 1e-9 else ("above" if rel > 1 else "below")
     return CacheAware(capacity, capacity_source, bound, t_final, math.fsum(gr.compute for gr in groups),
                       traffic / bw, traffic, ut, tuple(groups), raised, vs, STATS["solved"] - solved0,
-                      len(chain_cache), phases)
-
-
-def _segment(g: Graph, view, einsums, i: int, j: int, capacity: float, bound: str,  # noqa: ANN001
-             cache: dict) -> tuple[float, float, str, str] | None:
-    ext = external_bytes(view, i, j)
-    internal = frozenset(t for t, p in view.producer.items() if i <= p <= j)
-    fl = ext
-    for k in range(i, j + 1):
-        e = einsums[k]
-        if e is not None:
-            ex = frozenset(op.tensor for op in e.operands if view.root[op.tensor] in internal)
-            fl = max(fl, floor(e, capacity, exclude=ex, compulsory=0.0).value)
-    if bound == "floor":
-        return fl, fl, "floor", ""
-    if touched_bytes(view, i, j) <= capacity:
-        return max(ext, fl), fl, "resident", "every tensor on chip"
-    opts = chain_options(g, view, i, j)
-    if not opts:
-        return None
-    key = (tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts), capacity)
-    if key not in cache:
-        ct = solve_chain(opts, capacity)
-        cache[key] = None if ct is None else (ct.option, ct.resident_idx)
-    got = cache[key]
-    if got is None:
-        return None
-    o = opts[got[0]]
-    ct = chain_tiling(o, tuple(o.others[p][0] for p in got[1]))
-    detail = (f"tile {ct.rank}={ct.tile}; resident {','.join(ct.resident) or '-'}; "
-              f"streamed {','.join(ct.streamed) or '-'}")
-    return max(ct.traffic, fl), fl, "fused", detail
+                      seg.chain_ilps, phases, seg.distinct, seg.span_hits,
+                      tuple(gr.nodes[0] for gr in groups if gr.fallback), tuple(candidates), tuple(reversed(chosen)))
 
 
 __all__ = ["CacheAware", "GroupResult", "cache_aware", "capacity_of"]

@@ -3,43 +3,27 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 
 from solar_io.backends.roofline.model import BoundError
 from solar_io.backends.roofline.result import Fidelity, Report
+from solar_io.backends.roofline.units import parse_bytes
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec
 from solar_io.metrics import GraphMetrics
 
 from .partition import CacheAware, cache_aware, capacity_of
 
-_BYTES = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGT]i?B|B)?\s*\Z")
-_SCALE = {None: 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20,
-          "GiB": 1 << 30, "TiB": 1 << 40}
-
-
-def parse_bytes(text: float | str | None) -> float | None:
-    """``'50MiB'``, ``'40MB'``, ``'1e6'`` or a number -> bytes (None stays None)."""
-    if text is None or isinstance(text, int | float):
-        if text is not None and not (text > 0 and math.isfinite(text)):
-            raise BoundError(f"--capacity: must be a positive number of bytes, got {text!r}")
-        return None if text is None else float(text)
-    m = _BYTES.match(text)
-    if not m or float(m.group(1)) <= 0:
-        raise BoundError(f"--capacity: expected bytes such as 50MiB, 40MB or 1e6, got {text!r}")
-    return float(m.group(1)) * _SCALE[m.group(2)]
-
 
 def with_cache_aware(r: Report, g: Graph, gm: GraphMetrics, spec: HardwareSpec, capacity: float | str | None,
-                     bound: str = "ilp") -> Report:
+                     bound: str = "ilp", residency: bool = True) -> Report:
     """``r`` with its cache-aware fidelity computed (and the details in ``r.cache``)."""
     if bound not in ("ilp", "floor"):
         raise BoundError(f"--cache-bound: use ilp or floor, not {bound!r}")
     cap, source = capacity_of(spec, parse_bytes(capacity))
     units = [{"matrix": n.matrix_time, "vector": n.vector_time, "special": n.special_time} for n in r.nodes]
     ca = cache_aware(g, gm, units, r.dram_bandwidth, cap, r.fused.time or 0.0, r.unfused.time or 0.0, bound=bound,
-                     capacity_source=source)
+                     capacity_source=source, residency=residency)
     terms = (*ca.unit_times, ("memory", ca.memory))
     bn = max(terms, key=lambda kv: kv[1])[0] if ca.time > 0 else None
     headroom = r.measured / ca.time if r.measured is not None and ca.time > 0 else None
@@ -56,6 +40,9 @@ def note(ca: CacheAware) -> str:
     cap = "unlimited" if math.isinf(ca.capacity) else f"{ca.capacity:.6g} B"
     text = (f"on-chip capacity S = {cap} ({ca.capacity_source}); sum over {len(ca.groups)} group(s) of "
             f"max(compute, Q(S) / DRAM bandwidth) with Q(S) from {how}; {ca.vs_unfused} the unfused bound")
+    if ca.fallbacks:
+        text += (f"; {len(ca.fallbacks)} group(s) use their provable floor: their ILP reached its time limit "
+                 f"({', '.join(ca.fallbacks[:5])}{' ...' if len(ca.fallbacks) > 5 else ''})")
     if ca.raised_to_fused:
         text += "; raised to the fused bound"
     return text

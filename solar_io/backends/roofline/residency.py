@@ -1,0 +1,106 @@
+"""DRAM bytes of each node when on-chip memory keeps its contents between kernels.
+
+The unfused bound runs every node as its own kernel. A real chip's last-level caches (a GPU's
+L2, a CPU's L2 + L3) are not emptied between kernels, so a tensor one kernel writes or reads can
+still be on chip when the next kernel reads it: charging every intermediate a DRAM round trip
+gives a time that a real kernel-by-kernel run can beat. A lower bound must instead charge only
+the traffic no cache of ``capacity`` bytes can avoid. For node v, in graph order:
+
+- *first-touch reads*: bytes of inputs, weights and constants beyond what earlier nodes touched
+  of them. The SOL assumes operands start in DRAM (measurements flush the caches), so these bytes
+  are compulsory; over the graph they add up to at least the fused bound's source bytes.
+- *re-reads*: tensors an earlier node wrote or read. At most ``capacity`` bytes of them can be
+  on chip when v starts, so at least ``max(0, re-read bytes - capacity)`` come from DRAM.
+- *intermediate writes*: at most ``capacity`` bytes of what v writes can stay on chip when it
+  ends, so at least ``max(0, written bytes - capacity)`` go to DRAM.
+- *graph outputs* are delivered to DRAM in full (the fused bound counts them the same way).
+
+With ``capacity = 0`` this is the classical per-kernel byte count (every tensor a node touches
+crosses DRAM once); with an unlimited capacity only first touches and outputs remain. The
+capacity is every on-chip level of the spec summed: more capacity only lowers the bound, so
+the sum keeps it a lower bound whatever the levels' inclusion policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...graph import Graph
+from ...metrics import GraphMetrics
+from .aliases import ViewChains
+
+
+@dataclass(frozen=True)
+class NodeTraffic:
+    """What one node reads and writes, by alias root (a read through a view counts the bytes of
+    the root it certainly reads, :meth:`ViewChains.root_bytes`); view nodes move nothing."""
+
+    reads: dict[str, float]
+    writes: dict[str, float]
+
+    @property
+    def bytes(self) -> float:
+        return sum(self.reads.values()) + sum(self.writes.values())
+
+
+def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -> list[NodeTraffic]:
+    """Per node of ``g``: its reads and writes by alias root (a broadcast view read in full is
+    the root's bytes, not the view's: counting the view would charge bytes no kernel moves)."""
+    chains = ViewChains(g) if chains is None else chains
+    root = chains.root
+    out = []
+    for n, m in zip(g.nodes, gm.nodes, strict=True):
+        rd: dict[str, float] = {}
+        wr: dict[str, float] = {}
+        if not (n.kind == "data_movement" and n.view):
+            for t, b in m.bytes_read.items():
+                r = root[t]
+                rd[r] = max(rd.get(r, 0.0), b if r == t else chains.root_bytes(t, b))
+            for t, b in m.bytes_written.items():
+                r = root[t]
+                wr[r] = max(wr.get(r, 0.0), b if r == t else chains.root_bytes(t, b))
+        out.append(NodeTraffic(rd, wr))
+    return out
+
+
+def on_chip_capacity(spec: object, capacity: float | None = None) -> tuple[float, str]:
+    """Bytes of on-chip memory S and where the figure comes from: ``capacity`` if given, else the
+    sum of every on-chip level's total capacity (the levels after DRAM; data may live in any of
+    them, and more S only lowers a bound), ``inf`` when the spec lists none. Register files are not
+    in the specs and are not counted."""
+    if capacity is not None:
+        if not (capacity > 0):
+            raise ValueError(f"--capacity: must be positive, got {capacity!r}")
+        return float(capacity), "--capacity"
+    levels = [m for m in spec.memory[1:] if m.total_capacity]  # type: ignore[attr-defined]
+    if not levels:
+        return math.inf, "unlimited (the spec lists no on-chip level)"
+    return float(sum(m.total_capacity for m in levels)), "+".join(m.level for m in levels) + " (spec)"
+
+
+def dram_bytes(g: Graph, traffic: Sequence[NodeTraffic], capacity: float,
+               chains: ViewChains | None = None) -> list[float]:
+    """Per node of ``g`` (in order, with its :func:`node_traffic`): the DRAM bytes it must move as its
+    own kernel on a chip with ``capacity`` bytes on chip (see the module docstring). A computed
+    tensor that graph outputs view is delivered in the part they expose."""
+    chains = ViewChains(g) if chains is None else chains
+    role = {t.name: t.role for t in g.tensors}
+    exposed = chains.exposed()
+    seen: dict[str, float] = {}  # bytes of each root some earlier node already touched
+    out = []
+    for tr in traffic:
+        first = reread = written = delivered = 0.0
+        for t, b in tr.reads.items():
+            known = min(b, seen.get(t, 0.0))
+            reread += known
+            first += b - known  # a read beyond what was touched before is a first touch
+        for t, b in tr.writes.items():
+            d = b if role.get(t) == "output" else min(b, exposed.get(t, 0.0))
+            delivered += d
+            written += b - d
+        out.append(first + max(0.0, reread - capacity) + max(0.0, written - capacity) + delivered)
+        for t, b in (*tr.reads.items(), *tr.writes.items()):
+            seen[t] = max(seen.get(t, 0.0), b)
+    return out

@@ -1,0 +1,112 @@
+"""Structural keys: nodes and segments that pose the same tiling problem get the same key.
+
+Transformer layers repeat, so the fusion partition meets the same segment problems again and
+again under different tensor names. The keys here let :mod:`.partition` solve each distinct
+problem once.
+
+- :func:`node_key`: everything the per-node analysis reads from one node: kind, view flag,
+  iteration space (rank names kept, so a cached tiling's rank names are right), map/reduce,
+  padding, fields the tiling model does not know (:func:`.einsum.unmodeled_fields`), and per
+  access the index expressions, the accessed tensor's ranks, dtype, density and whether it is
+  an immediate, with tensor names replaced by their first position in the node; plus the node's
+  bytes read and written (metrics). :func:`structure` adds whether each access is faithful to its
+  view root (:meth:`solar_io.backends.roofline.aliases.ViewChains.faithful`) and the node's bytes
+  by root.
+- :func:`contexts`: per node k, an id of ``(node key, its roots)`` where each root (the tensor a
+  chain of views starts from, :class:`.fusion.GraphView`) it touches is described by: a
+  reference ``(d, p)`` to its latest earlier occurrence within the window (``p``-th root of node
+  ``k - d``) or None, the root's ranks and largest bytes, the offset of its producer and the
+  offsets of its consumers when within the window (``None`` for farther ones; a farther node is
+  outside every segment of at most ``window`` nodes that holds k), whether it is a graph output
+  (and the bytes outputs viewing it expose), and the bytes the node reads and writes of it; and
+  which root each access reaches.
+
+Two segments ``i..j`` and ``i'..j'`` of at most ``window`` nodes with equal context sequences pose
+the same problem: inside the segment, the references identify which accesses share a root, the
+offsets say which roots are produced inside and which are read outside or are outputs, and the
+node keys give the einsums, so external bytes, resident bytes, floors, chain options and avoided
+bytes agree (tested against fresh solves in ``tests/test_tiling_scale.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solar_io.affine import AffineExpr, Indirect
+from solar_io.graph import Graph, Node
+from solar_io.metrics import NodeMetrics
+
+from .einsum import unmodeled_fields
+from .fusion import GraphView
+
+
+def node_key(g: Graph, node: Node, m: NodeMetrics) -> tuple:
+    """The structural key of one node (see the module docstring); tensor names are not in it."""
+    tmap = g.tensor_map
+    local: dict[str, int] = {}
+    for a in (*node.inputs, *node.outputs):
+        local.setdefault(a.tensor, len(local))
+
+    def idx(e: AffineExpr | Indirect) -> tuple:
+        return ("@", local.get(e.tensor, -1)) if type(e) is Indirect else (e.terms, e.const)  # type: ignore[union-attr]
+
+    def acc(a) -> tuple:  # noqa: ANN001
+        t = tmap[a.tensor]
+        index = None if a.index is None else tuple(idx(e) for e in a.index)
+        return local[a.tensor], index, t.ranks, t.dtype, t.density, t.value is None
+
+    pad = tuple((local.get(name, -1), dims) for name, dims in node.pad)
+    extra = tuple((f, repr(getattr(node, f))) for f in unmodeled_fields(node))
+    return (node.kind, node.view, node.movement, node.axis, node.space, node.map, node.reduce, pad, node.fill, extra,
+            tuple(acc(a) for a in node.inputs), tuple(acc(a) for a in node.outputs),
+            tuple((local[t], b) for t, b in m.bytes_read.items()),
+            tuple((local[t], b) for t, b in m.bytes_written.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class Structure:
+    """Per node: the id of its node key, the id of its context, and the roots it touches (in the
+    order its context describes them)."""
+
+    node: tuple[int, ...]
+    context: tuple[int, ...]
+    roots: tuple[tuple[str, ...], ...]
+    window: int
+
+
+def structure(g: Graph, metrics: tuple[NodeMetrics, ...], v: GraphView, window: int) -> Structure:
+    """Node and context ids of every node of ``g`` for segments of at most ``window`` nodes."""
+    node_ids: dict[tuple, int] = {}
+    ctx_ids: dict[tuple, int] = {}
+    nodes: list[int] = []
+    ctxs: list[int] = []
+    roots_of: list[tuple[str, ...]] = []
+    last: dict[str, tuple[int, int]] = {}
+    tmap = g.tensor_map
+
+    def near(d: int) -> int | None:
+        return d if -window < d < window else None
+
+    for k, (node, m) in enumerate(zip(g.nodes, metrics, strict=True)):
+        accesses = (*node.inputs, *node.outputs)
+        faithful = tuple(v.chains.faithful(a.tensor) for a in accesses) if v.chains is not None else ()
+        key = (node_key(g, node, m), faithful, tuple(sorted(v.reads[k].values())), tuple(sorted(v.writes[k].values())))
+        nk = node_ids.setdefault(key, len(node_ids))
+        roots = tuple(dict.fromkeys(v.root[a.tensor] for a in (*node.inputs, *node.outputs)))
+        desc = []
+        for p, r in enumerate(roots):
+            prev = last.get(r)
+            ref = (k - prev[0], prev[1]) if prev is not None and k - prev[0] < window else None
+            last[r] = (k, p)
+            prod = v.producer.get(r)
+            cons = tuple(sorted({near(c - k) for c in v.consumers.get(r, ())}, key=lambda x: (x is None, x or 0)))
+            desc.append((ref, tmap[r].ranks, v.size.get(r, 0.0), None if prod is None else ("p", near(prod - k)),
+                         cons, r in v.output, v.exposed.get(r), v.reads[k].get(r), v.writes[k].get(r)))
+        nodes.append(nk)
+        where = tuple(roots.index(v.root[a.tensor]) for a in (*node.inputs, *node.outputs))
+        ctxs.append(ctx_ids.setdefault((nk, tuple(desc), where), len(ctx_ids)))
+        roots_of.append(roots)
+    return Structure(tuple(nodes), tuple(ctxs), tuple(roots_of), window)
+
+
+__all__ = ["Structure", "node_key", "structure"]

@@ -1,0 +1,133 @@
+"""DRAM bytes per node when on-chip memory persists between kernels (the unfused byte model)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import graphs
+
+from solar_io.backends.roofline.residency import dram_bytes, node_traffic, on_chip_capacity
+from solar_io.files import loads
+from solar_io.hardware import load_spec
+from solar_io.metrics import graph_metrics
+
+MB = 4 * 1024 * 1024  # bytes of one 1024 x 1024 fp32 tensor
+
+CHAIN = """\
+format: solar-io.einsum-graph
+version: "1.0"
+name: chain
+producer: {tool: solar-io, tool_version: 0.1.0, frontend: hand-written}
+ranks: {M: 1024, N: 1024}
+tensors:
+- {name: x, ranks: [M, N], dtype: fp32, role: input}
+- {name: a, ranks: [M, N], dtype: fp32, role: intermediate}
+- {name: b, ranks: [M, N], dtype: fp32, role: intermediate}
+- {name: y, ranks: [M, N], dtype: fp32, role: output}
+nodes:
+- {name: relu, kind: einsum, op: aten.relu, space: [M, N], inputs: ["x[M, N]"], output: "a[M, N]", map: relu,
+   reduce: none}
+- {name: twice, kind: einsum, op: aten.mul, space: [M, N], inputs: ["a[M, N]"], output: "b[M, N]", map: relu,
+   reduce: none}
+- {name: add, kind: einsum, op: aten.add, space: [M, N], inputs: ["a[M, N]", "b[M, N]"], output: "y[M, N]",
+   map: add, reduce: none}
+validation: {status: skipped, method: none, reason: hand-written}
+"""
+
+
+@pytest.fixture(scope="module")
+def chain():
+    g = loads(CHAIN)
+    return g, node_traffic(g, graph_metrics(g))
+
+
+def test_chain_by_hand(chain):
+    g, tr = chain
+    # capacity 0: every tensor a node touches crosses DRAM (the classical per-kernel count)
+    assert dram_bytes(g, tr, 0.0) == [2 * MB, 2 * MB, 3 * MB]
+    # everything fits: x is read once from DRAM, y is delivered; a and b never leave the chip
+    assert dram_bytes(g, tr, 32 * MB) == [MB, 0.0, MB]
+    # half a tensor on chip: relu spills half of a; twice re-reads a (half of it from DRAM) and spills
+    # half of b; add re-reads a and b (two tensors, half of one held on chip) and delivers y
+    assert dram_bytes(g, tr, 0.5 * MB) == [1.5 * MB, 1.0 * MB, 2.5 * MB]
+
+
+def test_capacity_from_spec():
+    spec = load_spec("h100-sxm")
+    s, source = on_chip_capacity(spec)
+    assert s == sum(m.total_capacity for m in spec.memory[1:] if m.total_capacity)
+    assert "(spec)" in source and s > 50e6  # at least the 50 MB L2
+    assert on_chip_capacity(spec, 1e6) == (1e6, "--capacity")
+    with pytest.raises(ValueError):
+        on_chip_capacity(spec, 0.0)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(), st.floats(min_value=0, max_value=1e4))
+def test_properties(g, capacity):
+    """Between the compulsory traffic and the classical count, monotone in the capacity."""
+    gm = graph_metrics(g)
+    tr = node_traffic(g, gm)
+    classic = [x.bytes for x in tr]
+    assert all(x.bytes <= m.bytes + 1e-9 for x, m in zip(tr, gm.nodes, strict=True))  # views only lower it
+    assert dram_bytes(g, tr, 0.0) == pytest.approx(classic)
+    d = dram_bytes(g, tr, capacity)
+    more = dram_bytes(g, tr, 2 * capacity + 1)
+    unlimited = dram_bytes(g, tr, math.inf)
+    for lo, mid, hi, top in zip(unlimited, more, d, classic, strict=True):
+        assert lo <= mid + 1e-9 and mid <= hi + 1e-9 and hi <= top + 1e-9
+    # the fused bound's boundary bytes are compulsory: no capacity removes them
+    assert sum(unlimited) >= gm.boundary_bytes * (1 - 1e-12) - 1e-9
+
+
+def test_mlp_unfused_with_residency_by_hand():
+    """On an H100 (tens of MB on chip) the 128 KiB activations of a small MLP never leave the chip
+    between kernels: fc1 reads x and w1, act touches only on-chip data, fc2 reads w2 and writes y."""
+    from test_roofline import BW, H100, P_BF16, SFU, V_BF16, mlp_graph
+
+    from solar_io.backends.roofline import bound
+
+    b, d, h = 64, 256, 1024
+    x, w, y = b * d * 2, d * h * 2, b * d * 2
+    r = bound(mlp_graph(b, d, h), H100)
+    fc = 2 * b * d * h
+    t_fc1 = max(fc / P_BF16, (x + w) / BW)
+    t_act = max(4 * b * h / V_BF16, b * h / SFU)  # 4 vector FLOPs + 1 transcendental per element
+    t_fc2 = max(fc / P_BF16, (w + y) / BW)
+    assert [n.dram_bytes for n in r.nodes] == [x + w, 0.0, w + y]
+    assert r.unfused.time == pytest.approx(t_fc1 + t_act + t_fc2, rel=1e-12)
+    assert r.unfused.bytes == x + 2 * w + y == r.fused.bytes  # everything between kernels stayed on chip
+    classic = bound(mlp_graph(b, d, h), H100, residency=False)
+    assert classic.unfused.time > r.unfused.time >= r.fused.time
+
+
+def test_broadcast_view_is_read_at_its_root_bytes():
+    """y = x + expand(bias): a kernel reads the bias vector, not an M x N copy of it."""
+    from test_roofline import H100, build, einsum
+
+    from solar_io.backends.roofline import bound
+
+    m, n = 256, 512
+    g = build({"M": m, "N": n},
+              [("x", ["M", "N"], "fp32", "input"), ("bias", ["N"], "fp32", "weight"),
+               ("bx", ["M", "N"], "fp32", "intermediate"), ("y", ["M", "N"], "fp32", "output")],
+              [{"name": "expand", "kind": "data_movement", "op": "aten.expand", "movement": "copy", "view": True,
+                "space": ["M", "N"], "inputs": ["bias[N]"], "output": "bx[M, N]"},
+               einsum("add", "M N", ["x[M, N]", "bx[M, N]"], "y[M, N]", "add", "none")])
+    r = bound(g, H100, residency=False)
+    assert r.nodes[1].bytes == r.nodes[1].dram_bytes == 4 * (2 * m * n + n)
+    assert graph_metrics(g).nodes[1].bytes == 4 * 3 * m * n  # what the view alone would charge
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_nodes=5, max_size=5), st.sampled_from([64.0, 512.0, 1e30]))
+def test_residency_lowers_unfused_and_cache_aware_but_never_below_fused(g, cap):
+    from solar_io.backends.roofline import bound
+
+    kept = bound(g, "b200", cache_aware=True, capacity=cap)
+    classic = bound(g, "b200", cache_aware=True, capacity=cap, residency=False)
+    for a, b in ((kept.unfused, classic.unfused), (kept.cache_aware, classic.cache_aware)):
+        assert kept.fused.time * (1 - 1e-12) <= a.time <= b.time * (1 + 1e-12)
