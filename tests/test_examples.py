@@ -184,7 +184,34 @@ def attention_counts(r: dict[str, int]) -> dict[str, float]:
             "bytes": bytes_, "boundary_bytes": boundary}
 
 
-COUNTS = {"matmul": matmul_counts, "mlp": mlp_counts, "conv2d": conv2d_counts, "attention": attention_counts}
+def mla_decode_naive_counts(r: dict[str, int]) -> dict[str, float]:
+    B, S, T, H, E, R, C, Q, D = (r[k] for k in "BSTHERCQD")
+    scores = B * H * S * T
+    macs = (B * S * H * E * Q + B * S * H * R * Q   # q_up, q_rope_up
+            + 2 * B * T * H * E * C               # k_up, v_up: per-token up-projections of the latent
+            + B * H * S * T * E + B * H * S * T * R  # qk_nope, qk_pe
+            + B * S * H * E * T + B * S * D * H * E)  # pv, out_proj
+    vector = 4 * scores + 2 * B * H * S * (T - 1)  # add, scale, sub, div; row max and row sum combines
+    bytes_ = BF16 * (
+        (B * S * Q + Q * H * E + B * S * H * E)   # q_up
+        + (B * S * Q + Q * H * R + B * S * H * R)  # q_rope_up
+        + 2 * (B * T * C + C * H * E + B * T * H * E)  # k_up, v_up
+        + (B * S * H * E + B * T * H * E + scores)  # qk_nope
+        + (B * S * H * R + B * T * R + scores)    # qk_pe
+        + 3 * scores + 2 * scores                 # add; scale (an immediate)
+        + 2 * (scores + B * H * S)                # row max, row sum
+        + 2 * (2 * scores + B * H * S)            # subtract, divide
+        + 2 * scores                              # exp
+        + (scores + B * T * H * E + B * S * H * E)  # pv
+        + (B * S * H * E + H * E * D + B * S * D))  # out_proj
+    boundary = BF16 * (B * S * Q + B * T * C + B * T * R + Q * H * E + Q * H * R + 2 * C * H * E + H * E * D
+                       + B * S * D)
+    return {"macs": macs, "flops_matrix": 2 * macs, "flops_vector": vector, "transcendental": scores,
+            "bytes": bytes_, "boundary_bytes": boundary}
+
+
+COUNTS = {"matmul": matmul_counts, "mlp": mlp_counts, "conv2d": conv2d_counts, "attention": attention_counts,
+          "mla_decode_naive": mla_decode_naive_counts}
 
 
 def test_every_example_has_hand_derived_counts():
