@@ -16,13 +16,17 @@ from . import __version__
 from .backends.roofline.cli import bound_command
 from .backends.tiling.cli import tiling_command
 from .codec import decode
+from .dse.cli_reorder_diff import diff_command, reorder_command
+from .dse.cli_sweep import sweep_command
 from .errors import GraphError, Issue, SolarIOError
 from .exporters.cli import export_app, import_app
 from .files import check_text, dumps, load
 from .frontends.cli import capture_command
 from .graph import FORMAT_VERSION
 from .hardware.cli import app as hardware_app
+from .measure.cli import measure_command
 from .metrics import graph_metrics
+from .reports.cli import check_bounds_command, report_command
 from .resources import schema_issues
 from .versioning import migrate as migrate_doc
 from .yamltext import YamlError, line_of, parse, read_text, write_atomic
@@ -37,6 +41,12 @@ app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
 app.command("capture")(capture_command)
 app.command("tiling")(tiling_command)
+app.command("sweep")(sweep_command)
+app.command("reorder")(reorder_command)
+app.command("diff")(diff_command)
+app.command("measure")(measure_command)
+app.command("check-bounds")(check_bounds_command)
+app.command("report")(report_command)
 
 
 def _version(value: bool) -> None:

@@ -157,23 +157,47 @@ def _best_time(fn: Callable[[], object], runs: int) -> float:
     return best
 
 
+def _torch_matmul(np_dtype: type) -> tuple[Callable[..., object], str] | None:
+    """torch's CPU GEMM for ``np_dtype`` when torch is installed (its BLAS may beat numpy's)."""
+    try:
+        import torch  # an optional extra: the probe works without it
+    except ImportError:
+        return None
+    tdt = {np.float32: torch.float32, np.float64: torch.float64}[np_dtype]
+
+    def mm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> object:
+        ta, tb, tc = (torch.from_numpy(x).to(tdt) for x in (a, b, c))
+        return lambda: torch.mm(ta, tb, out=tc)
+    return mm, f"torch.mm {torch.__version__}"
+
+
 def measure_gemm(config: ProbeConfig) -> dict[str, MeasuredGemm]:
-    """Best numpy (BLAS) GEMM rate for fp32 and fp64 over ``config.gemm_sizes``."""
+    """Best GEMM rate for fp32 and fp64 over ``config.gemm_sizes`` and every BLAS at hand (numpy's,
+    and torch's when installed): the fastest GEMM anything here can run is what the implied clock
+    (and so the theoretical peaks) must cover."""
     rng = np.random.default_rng(0)
     out: dict[str, MeasuredGemm] = {}
     for dtype, np_dtype in (("fp32", np.float32), ("fp64", np.float64)):
-        best_rate, best_n = 0.0, 0
+        libraries: list[tuple[Callable[..., object], str]] = [
+            (lambda a, b, c: (lambda: np.matmul(a, b, out=c)), f"numpy.matmul {np.__version__}")]
+        extra = _torch_matmul(np_dtype)
+        if extra is not None:
+            libraries.append(extra)
+        best_rate, best_n, best_lib = 0.0, 0, ""
         for n in config.gemm_sizes:
             a = rng.standard_normal((n, n)).astype(np_dtype)
             b = rng.standard_normal((n, n)).astype(np_dtype)
             c = np.empty((n, n), dtype=np_dtype)
-            np.matmul(a, b, out=c)  # warm-up: BLAS threads, page faults
-            rate = 2.0 * n**3 / _best_time(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), config.gemm_runs)
-            if rate > best_rate:
-                best_rate, best_n = rate, n
+            for make, lib in libraries:
+                run = make(a, b, c)
+                run()  # warm-up: BLAS threads, page faults
+                rate = 2.0 * n**3 / _best_time(run, config.gemm_runs)
+                if rate > best_rate:
+                    best_rate, best_n, best_lib = rate, n, lib
+        names = " and ".join(lib for _, lib in libraries)
         out[dtype] = MeasuredGemm(best_rate, best_n, (1,), config.gemm_runs,
-                                  f"numpy.matmul {np.__version__}, n x n x n, best of sizes "
-                                  f"{list(config.gemm_sizes)} and {config.gemm_runs} runs each")
+                                  f"best of {names}, n x n x n, sizes {list(config.gemm_sizes)}, "
+                                  f"{config.gemm_runs} runs each; fastest: {best_lib}")
     return out
 
 
@@ -222,12 +246,33 @@ def measure_bandwidth(config: ProbeConfig, facts: CpuFacts) -> dict[str, Measure
 
             run()  # warm-up
             seconds = _best_time(run, config.bandwidth_runs)
+            if name == "read":
+                other = _torch_read_time(b, len(spans), config.bandwidth_runs)
+                if other is not None and other[0] < seconds:
+                    seconds, what = other
             out[name] = MeasuredBandwidth(
                 arrays * n * 8 / seconds, n * 8, (1,), len(spans), config.bandwidth_runs,
                 f"{what}; {arrays} array(s) of {n * 8} bytes ({why}) counted once each, "
                 f"{len(spans)} threads, best of {config.bandwidth_runs} runs",
             )
     return out
+
+
+def _torch_read_time(b: np.ndarray, threads: int, runs: int) -> tuple[float, str] | None:
+    """Best time of torch's own parallel sum over ``b`` when torch is installed (its reduction
+    kernels may stream faster than numpy's; the read bandwidth must cover the faster one)."""
+    try:
+        import torch  # an optional extra: the probe works without it
+    except ImportError:
+        return None
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        tb = torch.from_numpy(b)
+        tb.sum()  # warm-up
+        return _best_time(tb.sum, runs), f"read-only: torch.sum {torch.__version__} over a (faster than numpy)"
+    finally:
+        torch.set_num_threads(saved)
 
 
 def _memory_levels(facts: CpuFacts, dram_bw: float, best: str) -> tuple[MemoryLevel, ...]:
