@@ -131,3 +131,33 @@ def test_residency_lowers_unfused_and_cache_aware_but_never_below_fused(g, cap):
     classic = bound(g, "b200", cache_aware=True, capacity=cap, residency=False)
     for a, b in ((kept.unfused, classic.unfused), (kept.cache_aware, classic.cache_aware)):
         assert kept.fused.time * (1 - 1e-12) <= a.time <= b.time * (1 + 1e-12)
+
+
+def test_nodes_of_one_source_op_run_as_one_kernel():
+    """softmax lowered to max / exp / sum / divide (names ``sm.*``, one op) is one kernel of the unfused
+    bound: only x is read and y written; the inner row max, exponentials and sums never cross DRAM.
+    A later node with another op is a kernel of its own."""
+    from test_roofline import H100, build, einsum
+
+    from solar_io.backends.roofline import bound
+    from solar_io.backends.roofline.kernels import kernels
+
+    r_, c = 512, 4096
+    op = {"op": "aten._softmax"}
+    g = build({"R": r_, "C": c},
+              [("x", ["R", "C"], "fp32", "input"), ("m", ["R"], "fp32", "intermediate"),
+               ("e", ["R", "C"], "fp32", "intermediate"), ("s", ["R"], "fp32", "intermediate"),
+               ("p", ["R", "C"], "fp32", "intermediate"), ("y", ["R", "C"], "fp32", "output")],
+              [einsum("sm.max", "R C", ["x[R, C]"], "m[R]", "identity", "max", **op),
+               einsum("sm.exp", "R C", ["x[R, C]", "m[R]"], "e[R, C]", "sub", "none", **op),
+               einsum("sm.sum", "R C", ["e[R, C]"], "s[R]", "identity", "add", **op),
+               einsum("sm", "R C", ["e[R, C]", "s[R]"], "p[R, C]", "div", "none", **op),
+               einsum("relu", "R C", ["p[R, C]"], "y[R, C]", "relu", "none")])
+    assert kernels(g) == [(0, 3), (4, 4)]
+    r = bound(g, H100, residency=False)
+    (sm, relu) = r.kernels
+    assert sm.name == "sm" and sm.dram_bytes == 4 * (r_ * c + r_ * c)  # reads x, writes p for relu
+    assert relu.dram_bytes == 4 * 2 * r_ * c
+    assert r.unfused.time == pytest.approx(sum(k.time for k in r.kernels), rel=1e-12)
+    assert r.unfused.time < sum(n.time for n in r.nodes)  # per node, e would cross DRAM twice
+    assert sm.vector_time == pytest.approx(sum(n.vector_time for n in r.nodes[:4]), rel=1e-12)

@@ -182,7 +182,7 @@ def prepare(graph: Graph | str | Path, hw: HardwareSpec | str | Path, *, allow_t
     rows: list[tuple[float, float, float, float]] = []
     variable = []
     unit_of = {u: i for i, u in enumerate(RESOURCES)}
-    for nb in report.nodes:
+    for nb in report.kernels or report.nodes:  # the unfused bound's kernels
         classes = (nb.compute_dtype or "").split("/")
         terms: list[Term] = []
         if nb.compute_known and len(classes) > 1:

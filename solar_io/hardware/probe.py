@@ -99,16 +99,17 @@ def choose_clock(facts: CpuFacts, simd: Simd, gemm: Mapping[str, MeasuredGemm]) 
     """The clock for theoretical peaks: the reported one, raised to what the measured GEMM implies.
 
     A virtual machine often reports only the nominal clock ('cpu MHz') and hides turbo; a measured
-    rate above cores x pipes x lanes x 2 x clock proves the real clock is higher. The implied clock
+    rate above the model's FLOP per cycle for its dtype (cores x pipes x lanes x 2 for fp32, half for
+    fp64, the bf16 factor for bf16) x clock proves the real clock is higher. The implied clock
     (a lower bound on the real boost clock) is then used. An implied clock above 6.5 GHz cannot be
     turbo: it means the SIMD width or pipe count was under-detected, and the probe refuses.
     """
     per_cycle = _fp32_flop_per_cycle(facts, simd)
+    per_hz = theoretical_peaks(facts, simd, 1.0)["matrix"]  # each dtype's FLOP per cycle, this model
     implied = 0.0
     for dtype, g in gemm.items():
-        factor = {"fp32": 1.0, "fp64": 0.5}.get(dtype)
-        if factor:
-            implied = max(implied, g.flops / (per_cycle * factor))
+        if dtype in per_hz and per_hz[dtype].value > 0:
+            implied = max(implied, g.flops / per_hz[dtype].value)
     if implied > MAX_PLAUSIBLE_CLOCK_HZ:
         raise ProbeError(
             f"measured GEMM implies a {implied / 1e9:.1f} GHz clock for {simd.isa} {simd.width_bits}-bit x "
@@ -163,7 +164,7 @@ def _torch_matmul(np_dtype: type) -> tuple[Callable[..., object], str] | None:
         import torch  # an optional extra: the probe works without it
     except ImportError:
         return None
-    tdt = {np.float32: torch.float32, np.float64: torch.float64}[np_dtype]
+    tdt = {np.float32: torch.float32, np.float64: torch.float64, "bf16": torch.bfloat16}[np_dtype]
 
     def mm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> object:
         ta, tb, tc = (torch.from_numpy(x).to(tdt) for x in (a, b, c))
@@ -172,22 +173,26 @@ def _torch_matmul(np_dtype: type) -> tuple[Callable[..., object], str] | None:
 
 
 def measure_gemm(config: ProbeConfig) -> dict[str, MeasuredGemm]:
-    """Best GEMM rate for fp32 and fp64 over ``config.gemm_sizes`` and every BLAS at hand (numpy's,
-    and torch's when installed): the fastest GEMM anything here can run is what the implied clock
-    (and so the theoretical peaks) must cover."""
+    """Best GEMM rate for fp32 and fp64 (and bf16 through torch) over ``config.gemm_sizes`` and every
+    BLAS at hand (numpy's, and torch's when installed): the fastest GEMM anything here can run is
+    what the implied clock (and so the theoretical peaks) must cover."""
     rng = np.random.default_rng(0)
     out: dict[str, MeasuredGemm] = {}
-    for dtype, np_dtype in (("fp32", np.float32), ("fp64", np.float64)):
-        libraries: list[tuple[Callable[..., object], str]] = [
-            (lambda a, b, c: (lambda: np.matmul(a, b, out=c)), f"numpy.matmul {np.__version__}")]
+    for dtype, np_dtype in (("fp32", np.float32), ("fp64", np.float64), ("bf16", "bf16")):
+        libraries: list[tuple[Callable[..., object], str]] = []
+        if dtype != "bf16":  # numpy has no bf16
+            libraries.append((lambda a, b, c: (lambda: np.matmul(a, b, out=c)), f"numpy.matmul {np.__version__}"))
         extra = _torch_matmul(np_dtype)
         if extra is not None:
             libraries.append(extra)
+        if not libraries:
+            continue
         best_rate, best_n, best_lib = 0.0, 0, ""
         for n in config.gemm_sizes:
-            a = rng.standard_normal((n, n)).astype(np_dtype)
-            b = rng.standard_normal((n, n)).astype(np_dtype)
-            c = np.empty((n, n), dtype=np_dtype)
+            host = np.float32 if dtype == "bf16" else np_dtype  # bf16 operands are cast by torch
+            a = rng.standard_normal((n, n)).astype(host)
+            b = rng.standard_normal((n, n)).astype(host)
+            c = np.empty((n, n), dtype=host)
             for make, lib in libraries:
                 run = make(a, b, c)
                 run()  # warm-up: BLAS threads, page faults

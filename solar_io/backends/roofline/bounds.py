@@ -55,6 +55,7 @@ from solar_io.metrics import GraphMetrics, graph_metrics
 
 from .aliases import ViewChains, boundary_bytes
 from .inverse import inverse_roofline
+from .kernels import kernel_traffic, kernels, merge
 from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, parse_compute_dtype
 from .residency import NodeTraffic, dram_bytes, node_traffic, on_chip_capacity
 from .result import UNITS, Fidelity, Load, NodeBound, Options, Report, Resource, Totals
@@ -153,11 +154,15 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
         gm = graph_metrics(g)
         chains = ViewChains(g)
         traffic = node_traffic(g, gm, chains)
+        spans = kernels(g)
+        ktraffic = kernel_traffic(g, traffic, spans, chains.exposed())
         for spec in specs:
             s, s_source = on_chip_capacity(spec, cap_bytes) if residency else (0.0, "--no-residency")
             dram = dram_bytes(g, traffic, s, chains)
+            kdram = dram_bytes(g, ktraffic, s, chains)
             r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s,
                            traffic, dram, s, s_source)
+            r = with_kernels(r, g, spans, ktraffic, kdram)
             if cache_aware:
                 from solar_io.backends.tiling.sol import with_cache_aware
                 r = with_cache_aware(r, g, gm, spec, capacity, cache_bound, residency)
@@ -301,6 +306,34 @@ def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, 
     totals = Totals(len(nodes), gm.macs, gm.flops_matrix, gm.flops_vector, gm.transcendental, gm.bytes, boundary)
     return Report(g.name, spec.name, spec.full_name, bw, options, nodes, totals, unfused, fused, cache,
                   tuple(resources), gm.opaque, unpriced, notes, measured)
+
+
+def with_kernels(r: Report, g: Graph, spans: Sequence[tuple[int, int]], ktraffic: Sequence[NodeTraffic],
+                 kdram: Sequence[float]) -> Report:
+    """``r`` with its unfused fidelity over kernels (:mod:`.kernels`): the nodes one source op was
+    lowered to run as one kernel, whose inner tensors never cross DRAM."""
+    if all(i == j for i, j in spans) and all(n.dram_bytes == d for n, d in zip(r.nodes, kdram, strict=True)):
+        return replace(r, kernels=r.nodes)
+    ks = tuple(merge(r.nodes[i].name if i == j else g.nodes[i].name.split(".", 1)[0], r.nodes[i:j + 1], tr, d,
+                     r.dram_bandwidth) for (i, j), tr, d in zip(spans, ktraffic, kdram, strict=True))
+    u_units = tuple((u, _sum(getattr(k, f"{u}_time") for k in ks)) for u in UNITS)
+    u_time = unfused_time(ks)
+    by_bn: dict[str, list[float]] = {}
+    for k in ks:
+        by_bn.setdefault(k.bottleneck, []).append(k.time)
+    split = tuple(sorted(((b, _sum(v)) for b, v in by_bn.items() if b != "none"), key=lambda kv: -kv[1]))
+    headroom = r.measured / u_time if r.measured is not None and u_time > 0 else None
+    note = r.unfused.note
+    merged = len(r.nodes) - len(ks)
+    if merged:
+        note += (f"; the {len(r.nodes)} nodes run as {len(ks)} kernels (nodes lowered from one source op are one "
+                 "kernel: its inner tensors never cross DRAM)")
+    unfused = replace(r.unfused, time=u_time, compute_time=_sum(k.compute_time for k in ks),
+                      memory_time=_sum(k.memory_time for k in ks), bytes=_sum(k.dram_bytes for k in ks),
+                      unit_times=u_units, time_by_bottleneck=split, bottleneck=split[0][0] if split else None,
+                      headroom=headroom, note=note)
+    resources = tuple(replace(x, work_unfused=unfused.bytes) if x.unit == "dram" else x for x in r.resources)
+    return replace(r, unfused=unfused, kernels=ks, resources=resources)
 
 
 def unfused_time(nodes: Sequence[NodeBound]) -> float:

@@ -135,7 +135,7 @@ def _unfused(report: Report, target: float) -> InverseFidelity:
     t_chip = report.unfused.time or 0.0
     # Per resource: (u, d, c, active-at-chip) of every node that loads it.
     terms: dict[str, list[tuple[float, float, float, bool]]] = {}
-    for n in report.nodes:
+    for n in report.kernels or report.nodes:
         unit_times = (n.matrix_time, n.vector_time, n.special_time, n.memory_time)
         loads = n.loads
         for ld in loads:

@@ -155,6 +155,9 @@ class Report:
     measured: float | None = None
     inverse: Inverse | None = None  # when a target latency or rate was given
     cache: CacheAware | None = None  # details of the cache-aware fidelity when it was computed
+    # The unfused fidelity's kernels (nodes lowered from one source op merged, :mod:`.kernels`);
+    # the unfused time is the sum of their times. Equal to ``nodes`` when no node was merged.
+    kernels: tuple[NodeBound, ...] = ()
 
     @property
     def fidelities(self) -> tuple[Fidelity, Fidelity, Fidelity]:
