@@ -33,6 +33,8 @@ test: venv
 bench: venv
 	$(BIN)/python benchmarks/bench_io.py
 	$(BIN)/python benchmarks/bench_bound.py
+	$(BIN)/python benchmarks/bench_tiling.py
+	$(BIN)/python benchmarks/bench_report.py
 
 clean:
 	rm -rf $(VENV) .venv-accelforge dist build .pytest_cache .ruff_cache .hypothesis

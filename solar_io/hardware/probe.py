@@ -69,7 +69,7 @@ class ProbeConfig:
 
     name: str = "local-cpu"
     gemm_sizes: tuple[int, ...] = (512, 1024, 2048)
-    gemm_runs: int = 5
+    gemm_runs: int = 10
     bandwidth_runs: int = 5
     llc_factor: int = 8  # each bandwidth buffer is at least this many times the last-level cache
     min_buffer_bytes: int = 64 * _MIB

@@ -92,13 +92,16 @@ def check_bounds_command(
                                                              "available memory)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Worker processes for capture and bound (timing is serial)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write every case as YAML (or .json) here."),
+    tolerance: float = typer.Option(0.0, "--tolerance", min=0.0, max=0.5,
+                                    help="Flag a run only when it is below SOL x (1 - TOL): the noise margin of "
+                                         "peaks that were themselves measured on this machine (default 0)."),
 ) -> None:
     """Zero-violation check: capture -> bound -> measure every model file; report each case where the fastest
     measured run beat the SOL at any fidelity, with its largest nodes. Exit 1 on any violation, 2 when some
     files failed (and none violated)."""
     options = CaseOptions(repeats=repeats, min_seconds=parse_min_time(min_time), warm=warm,
                           cache_aware=cache_aware, dtype=dtype, device=device, compile=compile_,
-                          budget=_parse_bytes(budget))
+                          budget=_parse_bytes(budget), tolerance=tolerance)
     results, hw_name, wall = _run(_files(folders), hw, options, jobs)
     for r in results:
         if r.status == "violation":

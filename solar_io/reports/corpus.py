@@ -42,6 +42,7 @@ class CaseOptions:
     device: str = "cpu"
     budget: int | None = None  # bytes of memory a case may use; default: half the available memory
     measure: bool = True
+    tolerance: float = 0.0  # a run counts as a violation only below SOL x (1 - tolerance)
 
 
 @dataclass
@@ -138,7 +139,7 @@ def measure_case(res: CaseResult, options: CaseOptions = CaseOptions()) -> CaseR
                          warm=options.warm)
         res.phases["measure"] = time.perf_counter() - t0
         res.runtime, res.measured = m.runtime, m.timing.as_dict()
-        res.violations = find_violations(res, m.timing.min)
+        res.violations = find_violations(res, m.timing.min, options.tolerance)
         res.status = "violation" if res.violations else "ok"
     except Exception as e:
         res.status, res.reason = "failed", _one_line(e)
@@ -194,10 +195,11 @@ def _run_options(options: CaseOptions):  # noqa: ANN202
     return RunOptions(dtype=options.dtype, compile=options.compile, device=options.device)
 
 
-def find_violations(res: CaseResult, measured_min: float) -> list[Violation]:
-    """Every fidelity of ``res`` whose SOL exceeds ``measured_min``, with the case's largest nodes."""
+def find_violations(res: CaseResult, measured_min: float, tolerance: float = 0.0) -> list[Violation]:
+    """Every fidelity of ``res`` whose SOL exceeds ``measured_min`` (by more than ``tolerance``, a
+    fraction of the SOL), with the case's largest nodes."""
     return [Violation(name, sol, measured_min, list(res.top_nodes)) for name, sol in res.sol.items()
-            if measured_min < sol]
+            if measured_min < sol * (1.0 - tolerance)]
 
 
 def _bound(g, spec: HardwareSpec, cache_aware: bool) -> Report:  # noqa: ANN001
