@@ -8,8 +8,13 @@ special-function results or bytes) and takes ``work / rate`` seconds. Loads on t
 up (an fp32 matmul routed to the vector unit shares it with the node's vector work); units and
 DRAM run concurrently, so
 
-- ``compute(v) = max over units u of time_u(v)``; ``memory(v) = bytes(v) / DRAM bandwidth``;
-- **unfused**: every node is its own kernel: ``T = sum_v max(compute(v), memory(v))``;
+- ``compute(v) = max over units u of time_u(v)``; ``memory(v) = DRAM bytes(v) / DRAM bandwidth``;
+- **unfused**: every source op is its own kernel k (the nodes a frontend lowered from one op run
+  as one, :mod:`.kernels`): ``T = sum_k max(busiest unit's total over k, DRAM bytes(k) / bandwidth)``;
+  a hand-written graph has one kernel per node. DRAM bytes are what crosses the kernel's boundary
+  less what on-chip memory (S bytes, the spec's on-chip levels) may keep between kernels
+  (:mod:`.residency`); ``residency=False`` charges every operand (the classical count, which a chip
+  with caches can beat);
 - **fused**: the graph is one kernel with unlimited on-chip memory; only graph inputs, weights,
   stored constants and outputs cross DRAM (``GraphMetrics.boundary_bytes``, plus what views add:
   the part of a computed tensor that an output viewing it exposes, and inputs read only through
