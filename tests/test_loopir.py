@@ -749,3 +749,178 @@ def model(x: Tensor("B,N")):
         "[0, 4]" in capture_error(bad)
     bad = program(tmp_path, src.replace("pick(x, 3)", "pick(x, 1.5)"))
     assert "t is an int parameter used as an index, got 1.5" in capture_error(bad)
+
+
+def test_scan_builtin_lifts_to_one_scan_node_and_executes_like_numpy(tmp_path):
+    """scan(x, dim, op): one einsum, map identity, reduce op, ``scan: dim``; counted as a
+    sequential scan (n - 1 combines per row along dim); executed with numpy's accumulate."""
+    src = """
+def model(x: Tensor("B,N")):
+    return {"s": scan(x, "N"), "p": scan(x, "N", op="mul"), "hi": scan(x, "B", op="max"),
+            "lo": scan(x, "N", op="min")}
+"""
+    g = capture_file(program(tmp_path, src), jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    by_out = {n.outputs[0].tensor: n for n in g.nodes}
+    summary = {t: (n.kind, n.map, n.reduce, n.scan, [str(a) for a in n.inputs], str(n.outputs[0]))
+               for t, n in by_out.items()}
+    assert summary == {
+        "s": ("einsum", "identity", "add", "N", ["x[B, N]"], "s[B, N]"),
+        "p": ("einsum", "identity", "mul", "N", ["x[B, N]"], "p[B, N]"),
+        "hi": ("einsum", "identity", "max", "B", ["x[B, N]"], "hi[B, N]"),
+        "lo": ("einsum", "identity", "min", "N", ["x[B, N]"], "lo[B, N]"),
+    }
+    B, N = 3, 5
+    m = {n.name: solar_io.node_metrics(g, n) for n in g.nodes}
+    for t in ("s", "p", "lo"):  # along N: N - 1 combines in each of the B rows
+        assert (m[t].flops_vector, m[t].macs, m[t].transcendental, m[t].bytes) == (B * (N - 1), 0, 0, 2 * B * N * 4)
+    assert m["hi"].flops_vector == N * (B - 1)
+    from solar_io.frontends.loopir import Value, scan
+
+    x = np.random.default_rng(2).standard_normal((B, N)).astype(np.float32)
+    v = Value(("B", "N"), x.shape, "fp32", data=x)
+    assert np.allclose(scan(v, "N").data, np.cumsum(x, axis=1), rtol=1e-6)
+    assert np.allclose(scan(v, "N", op="mul").data, np.cumprod(x, axis=1), rtol=1e-6)
+    assert np.array_equal(scan(v, "B", op="max").data, np.maximum.accumulate(x, axis=0))
+    assert np.array_equal(scan(v, "N", op="min").data, np.minimum.accumulate(x, axis=1))
+    assert scan(v, "N").data.dtype == np.float32 and scan(v, "N").dims == ("B", "N")
+    bad = program(tmp_path, src.replace('op="mul"', 'op="sub"'))
+    assert "scan op must be one of add, mul, max, min, got 'sub'" in capture_error(bad)
+    bad = program(tmp_path, src.replace('scan(x, "B", op="max")', 'scan(x, "M", op="max")'))
+    assert "has dims B,N, not M" in capture_error(bad)
+
+
+SCATTER = """
+V = Dim("V", 6)
+
+def model(init: Tensor("V,N"), ids: Tensor("M", dtype="int64"), src: Tensor("M,N"),
+          ids2: Tensor("M,N", dtype="int64"), z: Tensor("V", role="constant", value=0.0),
+          ones: Tensor("M", role="constant", value=1.0)):
+    return {"y": scatter_add(init, ids, src, "V"), "h": scatter_add(init, ids2, src, "V"),
+            "count": scatter_add(z, ids, ones, "V")}
+
+def get_inputs(rng):
+    return {"ids": np.array([1, 4, 1, 0]), "ids2": rng.integers(0, 6, size=(4, 5))}
+"""
+
+
+def test_scatter_add_builtin_lifts_to_a_scatter_and_executes_like_numpy(tmp_path):
+    """scatter_add(init, ids, src, dim): one einsum over src's space writing ``y[@ids, ..]``
+    from ``init`` (format 1.1 scatter); repeated ids accumulate (validated against the
+    reference executor, and executed against numpy's add.at)."""
+    g = capture_file(program(tmp_path, "import numpy as np\n" + SCATTER), jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    by_out = {n.outputs[0].tensor: n for n in g.nodes}
+    summary = {t: (n.kind, n.map, n.reduce, n.init, n.space, [str(a) for a in n.inputs], str(n.outputs[0]))
+               for t, n in by_out.items()}
+    assert summary == {
+        "y": ("einsum", "identity", "add", "init", ("M", "N"), ["init[@ids, N]", "src[M, N]", "ids[M]"],
+              "y[@ids, N]"),
+        "h": ("einsum", "identity", "add", "init", ("M", "N"), ["init[@ids2, N]", "src[M, N]", "ids2[M, N]"],
+              "h[@ids2, N]"),
+        "count": ("einsum", "identity", "add", "z", ("M",), ["z[@ids]", "ones[M]", "ids[M]"], "count[@ids]"),
+    }
+    assert g.shape("y") == g.shape("h") == (6, 5) and g.shape("count") == (6,)
+    M, N = 4, 5
+    m = {n.name: solar_io.node_metrics(g, n) for n in g.nodes}
+    assert all(m[t].macs == 0 and m[t].transcendental == 0 for t in m)
+    # every point of src combines into the element it selects: M*N (M) adds
+    assert (m["y"].flops_vector, m["h"].flops_vector, m["count"].flops_vector) == (M * N, M * N, M)
+    # bytes: the M*N selected elements of init read and of y written, src, the ids (int64);
+    # count: z and ones are immediates, M elements written
+    assert m["y"].bytes == 4 * M * N * 3 + 8 * M
+    assert m["h"].bytes == 4 * M * N * 3 + 8 * M * N
+    assert m["count"].bytes == 4 * M + 8 * M
+    from solar_io.frontends.loopir import Value, scatter_add
+
+    rng = np.random.default_rng(3)
+    init, s = rng.standard_normal((6, N)), rng.standard_normal((M, N))
+    ids, ids2 = np.array([1, 4, 1, 0]), rng.integers(0, 6, size=(M, N))
+    got = scatter_add(Value(("V", "N"), init.shape, "fp64", data=init), Value(("M",), ids.shape, "int64", data=ids),
+                      Value(("M", "N"), s.shape, "fp64", data=s), "V")
+    want = init.copy()
+    np.add.at(want, ids, s)
+    assert got.dims == ("V", "N") and np.allclose(got.data, want) and not np.allclose(want, init)
+    assert np.allclose(got.data[1], init[1] + s[0] + s[2])  # a repeated id accumulates both rows
+    got2 = scatter_add(Value(("V", "N"), init.shape, "fp64", data=init),
+                       Value(("M", "N"), ids2.shape, "int64", data=ids2), Value(("M", "N"), s.shape, "fp64", data=s),
+                       "V")
+    want2 = init.copy()
+    for i in range(M):
+        for j in range(N):
+            want2[ids2[i, j], j] += s[i, j]
+    assert np.allclose(got2.data, want2)
+
+
+@pytest.mark.parametrize("old, new, expect", [
+    ('scatter_add(init, ids, src, "V")', 'scatter_add(init, ids, init, "V")',
+     "scatter_add's source must have dims M,N of sizes [4, 5] (init's with V replaced by the ids' own dims), "
+     "got V,N [6, 5]"),
+    ('ids: Tensor("M", dtype="int64")', 'ids: Tensor("M")', "scatter_add's ids must have an integer dtype, got fp32"),
+    ('scatter_add(init, ids2, src, "V")', 'scatter_add(init, ids2, src, "N")',
+     "scatter_add's ids must not have the scattered dim N"),
+    ('np.array([1, 4, 1, 0])', 'np.array([1, 6, 1, 0])', "scatter_add ids hold values in [0, 6], outside dim V"),
+])
+def test_scatter_add_errors(tmp_path, old, new, expect):
+    p = program(tmp_path, "import numpy as np\n" + SCATTER.replace(old, new))
+    msg = capture_error(p)
+    assert msg.startswith("prog.py:") and expect in msg
+
+
+def test_spec_scan_and_scatter_snippets_run_and_count_as_stated(tmp_path):
+    """SPEC.md section 5's scan and scatter_add snippets capture, validate and count as its
+    text says (sizes chosen here: the snippets declare none)."""
+    import re
+
+    from solar_io.frontends.loopir import SPEC_PATH
+
+    sec = SPEC_PATH.read_text().split("## 5. Builtins outside kernels")[1].split("## 6.")[0]
+    snippets = re.findall(r"```python\n(.*?)```", sec, re.S)
+    assert len(snippets) == 2 and "scan(" in snippets[0] and "scatter_add(" in snippets[1]
+    head = "import numpy as np\nfrom solar_io.frontends.loopir import *  # noqa: F403\n"
+    Bs, Ss, Ds = 2, 7, 5
+    p = tmp_path / "scan_snippet.py"
+    p.write_text(head + f'B, S, D = Dim("B", {Bs}), Dim("S", {Ss}), Dim("D", {Ds})\n' + snippets[0])
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    assert [(n.reduce, n.scan) for n in g.nodes] == [("add", "S"), ("max", "D")]
+    m = [solar_io.node_metrics(g, n) for n in g.nodes]
+    assert [x.flops_vector for x in m] == [Bs * Ds * (Ss - 1), Bs * Ss * (Ds - 1)]
+    assert [x.bytes for x in m] == [2 * 4 * Bs * Ss * Ds] * 2
+    Es, Hs, Ns = 9, 3, 4
+    p = tmp_path / "scatter_snippet.py"
+    p.write_text(head + f'E, H, N = Dim("E", {Es}), Dim("H", {Hs}), Dim("N", {Ns})\n' + snippets[1]
+                 + f"\ndef get_inputs(rng):\n    return {{'dst': rng.integers(0, {Ns}, size={Es})}}\n")
+    g = capture_file(p, jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    (n,) = g.nodes
+    assert (str(n.outputs[0]), n.init, n.space) == ("agg[@dst, H]", "zeros", ("E", "H"))
+    m = solar_io.node_metrics(g, n)
+    # msg and dst read, E*H elements of agg written (at most N*H: E > N here), zeros is an immediate
+    assert (m.flops_vector, m.bytes) == (Es * Hs, 4 * Es * Hs + 8 * Es + 4 * min(Es, Ns) * Hs)
+
+
+def test_scatter_init_that_is_also_an_output_keeps_its_name(tmp_path):
+    """A returned tensor is renamed to its key; a scatter that starts from it names it so
+    in ``init`` too (the graph stays valid and validates)."""
+    src = """
+V = Dim("V", 6)
+
+@kernel
+def neg(x: Tensor("V,N"), y: Out("V,N")):
+    for v in V:
+        for n in N:
+            y[v, n] = -x[v, n]
+
+def model(x: Tensor("V,N"), ids: Tensor("M", dtype="int64"), s: Tensor("M,N")):
+    a = neg(x)
+    return {"a": a, "y": scatter_add(a, ids, s, "V")}
+
+def get_inputs(rng):
+    return {"ids": np.array([5, 0, 5, 2])}
+"""
+    g = capture_file(program(tmp_path, "import numpy as np\n" + src), jit=False)
+    assert g.validation.status == "passed", g.validation.reason
+    sc = g.node_map["y"]
+    assert sc.init == "a" and [str(x) for x in sc.inputs] == ["a[@ids, N]", "s[M, N]", "ids[M]"]
+    assert g.tensor_map["a"].role == "output"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from solar_io import graph_metrics
@@ -72,6 +73,10 @@ TWINS: dict[str, tuple[str, dict[str, int], str | None]] = {
     "activations_smooth": ("models/activations_smooth.py", dict(B=4, D=128), None),
     "activations_piecewise": ("models/activations_piecewise.py", dict(B=8, D=64), None),
     "conv_transpose1d": ("models/conv_transpose1d.py", dict(B=2, C=4, L=15, K=6, P=15), None),
+    "cumulative_ops": ("models/cumulative_ops.py", dict(B=3, S=10, D=6, R=4, C=8), None),
+    "prod_cumsum": ("models/prod_cumsum.py", dict(B=6, D=13), None),
+    "gnn_scatter": ("models/gnn_scatter.py", dict(N=10, E=30, D=16, H=24), None),  # F = D + H follows
+    "adaptive_pool": ("models/adaptive_pool.py", dict(N=2, C=5, H=8, W=8), None),  # window Dims follow H, W
 }
 
 
@@ -116,3 +121,63 @@ def test_sizes_override_module_level_constants():
     for s in (16, 12):
         g = capture_file(IR / "models" / "sdpa_gqa.py", validate=False, sizes=dict(B=1, H=2, G=1, R=2, S=s, T=s, E=4))
         assert g.tensor_map["mask"].density == pytest.approx((s + 1) / (2 * s))
+
+
+def run_ir(prog: str, sizes: dict[str, int], arrays: dict) -> dict:
+    """The IR program executed (plain Python kernels, numpy builtins) at ``sizes`` on
+    ``arrays`` (the rest from its get_inputs or random): {output name: numpy array}."""
+    from solar_io.frontends.loopir.capture import load_program, make_inputs, model_params, program_sizes, run_model
+    from solar_io.frontends.loopir.state import using
+
+    path = IR / prog
+    mod = load_program(path, sizes)
+    params = model_params(mod, path)
+    dims = program_sizes(mod, sizes, path)
+    with using(sizes=dims):  # get_inputs sees the sizes, as in a capture
+        inputs = make_inputs(mod, params, dims, 0, path)
+    inputs.update({k: np.asarray(v, dtype=inputs[k].dtype) for k, v in arrays.items()})
+    outs = run_model(mod, params, inputs, path, tracer=None, jit=False, sizes=dims)
+    return {k: v.numpy() for k, v in outs.items()}
+
+
+def torch_model(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_twin_{name}", MODELS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    return mod, mod.Model(*mod.get_init_inputs()).eval(), [t for t in mod.get_inputs()]
+
+
+def test_scan_scatter_and_adaptive_programs_compute_what_torch_computes():
+    """The scan, scatter-add and adaptive-pool twins compute the PyTorch models' values on
+    the same inputs (not only the same counts): window tables, scans and scatters included."""
+    torch = pytest.importorskip("torch")
+    _, m, (x, p) = torch_model("cumulative_ops")
+    want = [t.detach().numpy() for t in m(x, p)]
+    got = run_ir("models/cumulative_ops.py", TWINS["cumulative_ops"][1], {"x": x.numpy(), "p": p.numpy()})
+    for k, w in zip(("y", "c", "lse"), want, strict=True):
+        np.testing.assert_allclose(got[k], w, rtol=1e-5, atol=1e-5)
+
+    _, m, (x,) = torch_model("prod_cumsum")
+    want = [t.detach().numpy() for t in m(x)]
+    got = run_ir("models/prod_cumsum.py", TWINS["prod_cumsum"][1], {"x": x.numpy()})
+    for k, w in zip("psc", want, strict=True):
+        np.testing.assert_allclose(got[k], w, rtol=1e-5, atol=1e-6)
+
+    _, m, (x,) = torch_model("adaptive_pool")
+    want = [t.detach().numpy() for t in m(x)]
+    got = run_ir("models/adaptive_pool.py", TWINS["adaptive_pool"][1], {"x": x.numpy()})
+    for k, w in zip("abcdef", want, strict=True):
+        np.testing.assert_allclose(got[k], w, rtol=1e-5, atol=1e-6)
+
+    _, m, (x, src, dst) = torch_model("gnn_scatter")
+    with torch.no_grad():
+        want = m(x, src, dst).numpy()
+    weights = {"w_msg": m.msg.weight, "b_msg": m.msg.bias, "w_upd": m.upd.weight, "b_upd": m.upd.bias}
+    got = run_ir("models/gnn_scatter.py", TWINS["gnn_scatter"][1],
+                 {"x": x.numpy(), "src": src.numpy(), "dst": dst.numpy(),
+                  **{k: v.detach().numpy() for k, v in weights.items()}})
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-5)

@@ -2,7 +2,8 @@
 
 Write a program with ``Dim``, ``Tensor``/``Out``/``Temp``, ``@kernel`` loop nests and the
 builtins (``reshape``, ``transpose``, ``slice``, ``select``, ``concat``, ``stack``,
-``gather``, ``apply_mask``, ``cast``) composed by a ``model(...)`` function; see SPEC.md
+``gather``, ``scatter_add``, ``scan``, ``apply_mask``, ``cast``, ``opaque``) composed by a
+``model(...)`` function; see SPEC.md
 next to this file. ``capture_file(path)`` traces it, lifts each kernel's loop nests into
 extended einsums and checks the graph against the program numerically. Kernels run with
 numba when it is installed (``jit=False`` / ``--no-jit``: plain Python); importing this
@@ -13,7 +14,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .builtins import apply_mask, cast, concat, gather, opaque, reshape, select, slice, stack, transpose
+from .builtins import (
+    apply_mask,
+    cast,
+    concat,
+    gather,
+    opaque,
+    reshape,
+    scan,
+    scatter_add,
+    select,
+    slice,
+    stack,
+    transpose,
+)
 from .capture import capture_file
 from .ir import Dim, LoopIRError, Out, Temp, Tensor, Value
 from .kernel import Kernel, kernel
@@ -39,6 +53,6 @@ sigmoid, silu, gelu, gelu_tanh, relu, square, sign, where = (_scalar(n) for n in
 __all__ = [
     "Dim", "Kernel", "LoopIRError", "Out", "SPEC_PATH", "Temp", "Tensor", "Value", "apply_mask", "capture_file",
     "cast", "concat", "cos", "erf", "exp", "gather", "gelu", "gelu_tanh", "kernel", "log", "opaque", "reciprocal",
-    "relu", "reshape", "rsqrt", "select", "sigmoid", "sign", "silu", "sin", "size", "slice", "sqrt", "square",
-    "stack", "tanh", "transpose", "where",
+    "relu", "reshape", "rsqrt", "scan", "scatter_add", "select", "sigmoid", "sign", "silu", "sin", "size", "slice",
+    "sqrt", "square", "stack", "tanh", "transpose", "where",
 ]

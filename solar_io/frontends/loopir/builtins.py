@@ -13,6 +13,8 @@ arguments), and sizes of new dims come from keywords or are inferred.
 | ``concat([a, b], "C", as_dim=None)`` | joined along dim C | data_movement concat |
 | ``stack([a, b], "L", axis=0)`` | a new dim L | reshape views + concat |
 | ``gather(table, ids, "V")`` | rows of ``table`` picked by integer ``ids`` | data_movement copy with ``@ids`` |
+| ``scatter_add(init, ids, src, "V")`` | ``init`` plus ``src`` at the rows ``ids`` pick | einsum into ``y[@ids, ..]`` |
+| ``scan(x, "S", op="add")`` | inclusive prefix sum/product/max/min along S | einsum identity/op with ``scan: S`` |
 | ``apply_mask(w, mask, density=None)`` | ``w * mask``, declared sparse | einsum mul with ``density`` |
 | ``cast(x, dtype)`` | converted element type | einsum identity |
 | ``opaque(fn, [x], "B,K", reason=...)`` | ``fn`` on numpy arrays (sort, top-k) | opaque node: bytes, compute unknown |
@@ -209,8 +211,7 @@ def gather(table: Value, ids: Value, dim: str) -> Value:
     ``B,C`` and target ``B`` gives ``B``: torch's ``take_along_dim``)."""
     site = call_site()
     table, ids = _check(table, "gather's table", site), _check(ids, "gather's ids", site)
-    if ids.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
-        raise LoopIRError(f"{site}: gather's ids must have an integer dtype, got {ids.dtype}")
+    _int_ids(ids, "gather", site)
     a = table.axis(dim)
     if dim in ids.dims:
         raise LoopIRError(f"{site}: gather's ids must not have the gathered dim {dim}")
@@ -239,6 +240,89 @@ def gather(table: Value, ids: Value, dim: str) -> Value:
     inputs = [Access(table.name, tidx), Access(ids.name, _plain(tuple(y.ranks[pos[d]] for d in ids.dims)))]
     _node(tr, "data_movement", "gather", inputs, Access(y.name, _plain(y.ranks)), site, movement="copy",
           space=y.ranks)
+    return y
+
+
+def _int_ids(ids: Value, what: str, site: str) -> None:
+    if ids.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
+        raise LoopIRError(f"{site}: {what}'s ids must have an integer dtype, got {ids.dtype}")
+
+
+def scatter_add(init: Value, ids: Value, src: Value, dim: str) -> Value:
+    """``init`` with each element of ``src`` added into the element of ``init`` that ``ids``
+    selects along ``dim``: the adjoint of ``gather(init, ids, dim)``, whose result has the dims
+    of ``src`` (``init``'s with ``dim`` replaced by the dims of ``ids`` that ``init`` lacks;
+    shared dims pair up). ``scatter_add(zeros, dst, msg, "N")`` with ``msg`` ``E,H`` and
+    ``dst`` ``E`` is torch's ``zeros.index_add(0, dst, msg)``; with ``ids`` of ``msg``'s
+    shape ``E,H`` it is ``zeros.scatter_add(0, ids, msg)``. Repeated ids accumulate.
+
+    One einsum over ``src``'s space, map ``identity``, reduce ``add``, output
+    ``out[.., @ids, ..]`` starting from ``init`` (format 1.1 scatter): one vector FLOP per
+    element of ``src``; bytes for the rows it selects, not a copy of ``init``."""
+    site = call_site()
+    init = _check(init, "scatter_add's init", site)
+    ids, src = _check(ids, "scatter_add's ids", site), _check(src, "scatter_add's source", site)
+    _int_ids(ids, "scatter_add", site)
+    a = init.axis(dim)
+    if dim in ids.dims:
+        raise LoopIRError(f"{site}: scatter_add's ids must not have the scattered dim {dim}")
+    for d in ids.dims:
+        if d in init.dims and ids.size_of(d) != init.size_of(d):
+            raise LoopIRError(f"{site}: scatter_add's shared dim {d} is {ids.size_of(d)} in ids but "
+                              f"{init.size_of(d)} in init")
+    own = tuple(d for d in ids.dims if d not in init.dims)
+    names = init.dims[:a] + own + init.dims[a + 1:]
+    shape = init.shape[:a] + tuple(ids.size_of(d) for d in own) + init.shape[a + 1:]
+    if src.dims != names or src.shape != shape:
+        raise LoopIRError(f"{site}: scatter_add's source must have dims {','.join(names)} of sizes {list(shape)} "
+                          f"(init's with {dim} replaced by the ids' own dims), got {','.join(src.dims)} "
+                          f"{list(src.shape)}")
+    pos = {d: i for i, d in enumerate(names)}
+    tr = mode().tracer
+    if tr is None:
+        idx = ids.numpy()
+        n = init.shape[a]
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise LoopIRError(f"{site}: scatter_add ids hold values in [{idx.min()}, {idx.max()}], outside dim "
+                              f"{dim} of size {n}")
+        grid = np.indices(shape, sparse=True)
+        picked = idx[tuple(grid[pos[d]] for d in ids.dims)]
+        where = tuple(picked if i == a else grid[pos[d]] for i, d in enumerate(init.dims))
+        data = np.array(init.numpy(), copy=True)
+        np.add.at(data, np.broadcast_arrays(*where), src.numpy().astype(data.dtype))
+        return Value(init.dims, init.shape, init.dtype, data=data)
+    y = tr.result(tr.prefix("scatter_add") + ".y", init.dims, init.shape, init.dtype, ranks=init.ranks)
+    space = src.ranks
+    index = tuple(Indirect(ids.name) if i == a else AffineExpr(((space[pos[d]], 1),), 0)
+                  for i, d in enumerate(init.dims))
+    inputs = [Access(init.name, index), Access(src.name, _plain(space)),
+              Access(ids.name, _plain(tuple(space[pos[d]] for d in ids.dims)))]
+    _node(tr, "einsum", "scatter_add", inputs, Access(y.name, index), site, space=space, map="identity",
+          reduce="add", init=init.name)
+    return y
+
+
+_SCANS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def scan(x: Value, dim: str, op: str = "add") -> Value:
+    """The inclusive prefix of ``x`` along ``dim`` under ``op`` (``add``: cumsum, ``mul``:
+    cumprod, ``max``/``min``: running maximum/minimum); the result keeps ``x``'s dims.
+
+    One einsum with map ``identity``, reduce ``op`` and ``scan: dim`` (format 1.1), counted
+    as a sequential scan: ``n - 1`` combines per row along ``dim``."""
+    site = call_site()
+    x = _check(x, "scan's input", site)
+    if op not in _SCANS:
+        raise LoopIRError(f"{site}: scan op must be one of {', '.join(_SCANS)}, got {op!r}")
+    a = x.axis(dim)
+    tr = mode().tracer
+    if tr is None:
+        arr = x.numpy()
+        return Value(x.dims, x.shape, x.dtype, data=_SCANS[op].accumulate(arr, axis=a, dtype=arr.dtype))
+    y = tr.result(tr.prefix("scan") + ".y", x.dims, x.shape, x.dtype, ranks=x.ranks)
+    _node(tr, "einsum", f"scan_{op}", [Access(x.name, _plain(x.ranks))], Access(y.name, _plain(y.ranks)), site,
+          space=y.ranks, map="identity", reduce=op, scan=y.ranks[a])
     return y
 
 
@@ -328,4 +412,5 @@ def opaque(fn, xs: list[Value], dims: str | list[str], *, reason: str, dtype: st
     return tuple(outs) if multi else outs[0]
 
 
-__all__ = ["apply_mask", "cast", "concat", "gather", "opaque", "reshape", "select", "slice", "stack", "transpose"]
+__all__ = ["apply_mask", "cast", "concat", "gather", "opaque", "reshape", "scan", "scatter_add", "select", "slice",
+           "stack", "transpose"]

@@ -142,7 +142,8 @@ class Tracer:
         for n in nodes:
             out_nodes.append(replace(n, name=rename.get(n.name, n.name), inputs=tuple(acc(a) for a in n.inputs),
                                      outputs=tuple(acc(a) for a in n.outputs),
-                                     pad=tuple(sorted((rename.get(t, t), d) for t, d in n.pad))))
+                                     pad=tuple(sorted((rename.get(t, t), d) for t, d in n.pad)),
+                                     init=rename.get(n.init, n.init) if n.init is not None else None))
         tensors = []
         for t in self.tensors.values():
             if t.name not in keep and t.name not in rename:
