@@ -90,6 +90,7 @@ def test_measure_torch_file_cold_and_warm():
     assert m.frontend == "torch" and "eager" in m.runtime
     assert len(m.timing.samples) == 3 and m.timing.min > 0
     assert m.timing.flushed_bytes > 0 and m.timing.threads and m.timing.threads >= 1
+    assert not m.fuses and m.judged == ("unfused", "fused", "cache-aware")  # eager: one kernel per op
     w = measure_file(MODELS / "small_matmul.py", repeats=2, warmup=0, min_seconds=0, warm=True)
     assert w.timing.warm
 
@@ -100,6 +101,7 @@ def test_measure_jax_file(tmp_path):
                    "jnp.ones((32, 16))]\n\n\ndef model(a, b):\n    return jnp.tanh(a @ b)\n")
     m = measure_file(src, repeats=2, warmup=1, min_seconds=0)
     assert m.frontend == "jax" and "jit" in m.runtime and len(m.timing.samples) == 2
+    assert m.fuses and m.judged == ("fused", "cache-aware")  # XLA fuses: unfused does not describe the run
     with pytest.raises(Exception, match="--compile is for PyTorch"):
         measure_file(src, options=RunOptions(compile=True), repeats=1)
 
@@ -159,6 +161,6 @@ def test_measure_torch_compile():
     """--compile times torch.compile(model); compilation happens in the untimed warm-up."""
     m = measure_file(MODELS / "small_mlp.py", options=RunOptions(compile=True), repeats=3, warmup=1,
                      min_seconds=0)
-    assert "compile" in m.runtime and len(m.timing.samples) == 3
+    assert "compile" in m.runtime and len(m.timing.samples) == 3 and m.fuses
     eager = measure_file(MODELS / "small_mlp.py", repeats=3, warmup=1, min_seconds=0)
     assert "eager" in eager.runtime

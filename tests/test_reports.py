@@ -165,3 +165,6 @@ def test_tolerance_only_forgives_runs_within_it():
     assert find_violations(r, 0.98, tolerance=0.03) == []
     assert [v.fidelity for v in find_violations(r, 0.96, tolerance=0.03)] == ["unfused"]
     assert find_violations(r, 1.0) == []  # equal to the bound is not below it
+    # a runtime that fuses ops (jax.jit, torch.compile) is held to the fused fidelities only
+    assert find_violations(r, 0.9, judged=("fused", "cache-aware")) == []
+    assert [v.fidelity for v in find_violations(r, 0.4, judged=("fused", "cache-aware"))] == ["fused"]

@@ -84,9 +84,9 @@ def measure_command(
         for r in bound_graph(g, resolve_specs(hw or ""), measured=m.timing.median, cache_aware=cache_aware):
             rows = headroom(r, m.timing.median)
             fastest = headroom(r, m.timing.min)
-            bad = [h.fidelity for h in fastest if h.violated]
+            bad = [h.fidelity for h in fastest if h.violated and h.fidelity in m.judged]
             violated |= bool(bad)
-            doc["bounds"].append({"hardware": r.hardware, "violations": bad, "fidelities": [
+            doc["bounds"].append({"hardware": r.hardware, "violations": bad, "judged": list(m.judged), "fidelities": [
                 {"fidelity": h.fidelity, "sol_s": h.sol, "headroom": h.ratio, "binding": h.bottleneck}
                 for h in rows]})
     if as_json:
@@ -96,7 +96,9 @@ def measure_command(
         for b in doc.get("bounds", []):
             typer.echo(f"  on {b['hardware']}:")
             for f in b["fidelities"]:
-                flag = "  VIOLATION: the fastest run beat this lower bound" if f["fidelity"] in b["violations"] else ""
+                flag = ("  VIOLATION: the fastest run beat this lower bound" if f["fidelity"] in b["violations"]
+                        else "" if f["fidelity"] in b["judged"]
+                        else f"  (not judged: {m.runtime} fuses ops into larger kernels)")
                 typer.echo(f"    {f['fidelity']:<12} SOL {format_time(f['sol_s']):>11}  headroom "
                            f"{format_ratio(f['headroom']):>8}  bound by {f['binding'] or '-'}{flag}")
     if violated:

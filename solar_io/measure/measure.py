@@ -28,6 +28,13 @@ class Measurement:
     frontend: str
     runtime: str
     timing: Timing
+    fuses: bool = False  # the runtime fused source ops: the unfused bound does not describe this run
+
+    @property
+    def judged(self) -> tuple[str, ...]:
+        """The fidelities this run must never beat: all three for op-by-op (eager) execution; fused
+        and cache-aware only when the runtime fuses ops (the unfused bound models one kernel per op)."""
+        return ("fused", "cache-aware") if self.fuses else ("unfused", "fused", "cache-aware")
 
 
 def detect(path: Path, frontend: str | None) -> str:
@@ -53,7 +60,7 @@ def measure_file(path: Path, *, frontend: str | None = None, options: RunOptions
     except Exception as e:
         raise MeasureError(f"{Path(path).name}: running the model raised {type(e).__name__}: "
                            f"{str(e)[:300]}") from e
-    return Measurement(str(path), fe, r.runtime, timing)
+    return Measurement(str(path), fe, r.runtime, timing, r.fuses)
 
 
 def capture_graph(path: Path, *, frontend: str | None = None, options: RunOptions = RunOptions()) -> Graph:

@@ -35,6 +35,7 @@ class Runnable:
     timer: Callable[[Callable[[], object]], float] | None = None
     make_flusher: Callable[[], Callable[[], None]] = CacheFlusher
     notes: list[str] = field(default_factory=list)
+    fuses: bool = False  # the runtime fuses source ops into larger kernels (torch.compile, jax.jit)
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,8 @@ def torch_runnable(path: Path, options: RunOptions) -> Runnable:
     rt = f"torch {torch.__version__} {mode}"
     if device.startswith("cuda"):
         return Runnable(call, device, rt, None, "cuda-events", _cuda_timer(torch), lambda: _cuda_flusher(torch),
-                        [f"GPU: {torch.cuda.get_device_name()}"])
-    return Runnable(call, device, rt, torch.get_num_threads())
+                        [f"GPU: {torch.cuda.get_device_name()}"], fuses=options.compile)
+    return Runnable(call, device, rt, torch.get_num_threads(), fuses=options.compile)
 
 
 def _cuda_timer(torch: Any) -> Callable[[Callable[[], object]], float]:
@@ -159,4 +160,4 @@ def jax_runnable(path: Path, options: RunOptions) -> Runnable:
 
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return Runnable(call, str(device), f"jax {jax.__version__} jit", threads,
-                    notes=["threads: XLA's CPU thread pool spans the process's CPUs"])
+                    notes=["threads: XLA's CPU thread pool spans the process's CPUs"], fuses=True)

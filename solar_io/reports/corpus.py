@@ -77,6 +77,7 @@ class CaseResult:
     violations: list[Violation] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
     top_nodes: list[dict] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)  # fidelities the measured run was held to
     dram_bandwidth: float = 0.0
     roofs: list[tuple[str, float]] = field(default_factory=list)
 
@@ -139,7 +140,8 @@ def measure_case(res: CaseResult, options: CaseOptions = CaseOptions()) -> CaseR
                          warm=options.warm)
         res.phases["measure"] = time.perf_counter() - t0
         res.runtime, res.measured = m.runtime, m.timing.as_dict()
-        res.violations = find_violations(res, m.timing.min, options.tolerance)
+        res.violations = find_violations(res, m.timing.min, options.tolerance, m.judged)
+        res.judged = list(m.judged)
         res.status = "violation" if res.violations else "ok"
     except Exception as e:
         res.status, res.reason = "failed", _one_line(e)
@@ -195,11 +197,12 @@ def _run_options(options: CaseOptions):  # noqa: ANN202
     return RunOptions(dtype=options.dtype, compile=options.compile, device=options.device)
 
 
-def find_violations(res: CaseResult, measured_min: float, tolerance: float = 0.0) -> list[Violation]:
-    """Every fidelity of ``res`` whose SOL exceeds ``measured_min`` (by more than ``tolerance``, a
-    fraction of the SOL), with the case's largest nodes."""
+def find_violations(res: CaseResult, measured_min: float, tolerance: float = 0.0,
+                    judged: tuple[str, ...] = FIDELITIES) -> list[Violation]:
+    """Every fidelity of ``res`` in ``judged`` whose SOL exceeds ``measured_min`` (by more than
+    ``tolerance``, a fraction of the SOL), with the case's largest nodes."""
     return [Violation(name, sol, measured_min, list(res.top_nodes)) for name, sol in res.sol.items()
-            if measured_min < sol * (1.0 - tolerance)]
+            if name in judged and measured_min < sol * (1.0 - tolerance)]
 
 
 def _bound(g, spec: HardwareSpec, cache_aware: bool) -> Report:  # noqa: ANN001

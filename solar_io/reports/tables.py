@@ -111,6 +111,7 @@ def to_records(results: Sequence[CaseResult]) -> list[dict]:
     for r in results:
         d = row(r)
         d["phases_s"] = dict(r.phases)
+        d["judged"] = list(r.judged)
         d["measured"] = r.measured
         d["violations"] = [{"fidelity": v.fidelity, "sol_s": v.sol, "measured_min_s": v.measured_min,
                             "top_nodes": v.top_nodes} for v in r.violations]
