@@ -65,13 +65,11 @@ def test_timing_statistics_match_numpy():
 
 
 def test_last_level_cache_from_sysfs(tmp_path):
-    """The largest cache of any CPU, with K/M suffixes; None when nothing can be read."""
-    for cpu, sizes in (("cpu0", ("32K", "1024K", "32768K")), ("cpu1", ("32K", "1024K"))):
-        for i, s in enumerate(sizes):
-            d = tmp_path / cpu / "cache" / f"index{i}"
-            d.mkdir(parents=True)
-            (d / "size").write_text(s + "\n")
-    assert last_level_cache_bytes(tmp_path) == 32 << 20
+    """The largest cache with all its instances: one 54 MiB L3 shared by the 4 CPUs of the fake
+    tree (its private L2s are 4 x 1280 KiB); None when nothing can be read."""
+    from test_hardware_probe import _fake_root
+
+    assert last_level_cache_bytes(_fake_root(tmp_path)) == 54 << 20
     assert last_level_cache_bytes(tmp_path / "nothing") is None
 
 

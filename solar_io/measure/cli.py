@@ -10,10 +10,11 @@ from pathlib import Path
 
 import typer
 
+from ..backends.roofline.bounds import bound_many
 from ..backends.roofline.units import format_ratio, format_time, parse_time
 from ..errors import SolarIOError
 from ..hardware.spec import HardwareSpec
-from .measure import Measurement, bound_graph, capture_graph, headroom, measure_file
+from .measure import Measurement, capture_graph, headroom, measure_file
 from .runners import RunOptions
 
 
@@ -81,7 +82,7 @@ def measure_command(
     if bound:
         g = capture_graph(model, frontend=m.frontend, options=opts)
         doc["bounds"] = []
-        for r in bound_graph(g, resolve_specs(hw or ""), measured=m.timing.median, cache_aware=cache_aware):
+        for r in bound_many(g, resolve_specs(hw or ""), measured=m.timing.median, cache_aware=cache_aware):
             rows = headroom(r, m.timing.median)
             fastest = headroom(r, m.timing.min)
             bad = [h.fidelity for h in fastest if h.violated and h.fidelity in m.judged]

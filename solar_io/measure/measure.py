@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends.roofline.bounds import bound_many
 from ..backends.roofline.result import Report
 from ..graph import Graph
-from ..hardware.spec import HardwareSpec
 from .runners import MeasureError, RunOptions, make_runnable
 from .timing import Timing, time_runs
 
@@ -73,12 +71,6 @@ def capture_graph(path: Path, *, frontend: str | None = None, options: RunOption
         kw = {"entry": options.entry, "inputs": list(options.inputs) or None, "dtype": options.dtype,
               "eval_mode": options.eval_mode}
     return frontend_module(fe).capture_file(Path(path), validate=False, strict=False, **kw)
-
-
-def bound_graph(g: Graph, specs: list[HardwareSpec], *, measured: float | None = None,
-                cache_aware: bool = True) -> list[Report]:
-    """Reports of ``g`` on each chip, with the measured time for the headroom."""
-    return bound_many(g, specs, measured=measured, cache_aware=cache_aware)
 
 
 @dataclass(frozen=True)

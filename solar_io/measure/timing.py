@@ -59,20 +59,16 @@ class Timing:
                 "notes": list(self.notes)}
 
 
-def last_level_cache_bytes(root: Path = Path("/sys/devices/system/cpu")) -> int | None:
-    """The largest CPU cache size in bytes from sysfs, or None when it cannot be read."""
-    best = None
-    for f in root.glob("cpu*/cache/index*/size"):
-        try:
-            text = f.read_text().strip()
-        except OSError:
-            continue
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
-        digits = text[:-1] if text[-1:].isalpha() else text
-        if digits.isdigit():
-            size = int(digits) * scale
-            best = size if best is None else max(best, size)
-    return best
+def last_level_cache_bytes(root: Path = Path("/")) -> int | None:
+    """The largest cache of this process's CPUs, all its instances together (the bytes a flush
+    must displace), from ``root``'s /sys as the hardware probe reads it; None when unreadable."""
+    from ..hardware.cpuinfo import read_cpu_facts
+
+    try:
+        caches = read_cpu_facts(root).caches
+    except (OSError, ValueError):
+        return None
+    return max((c.size * c.count for c in caches), default=None)
 
 
 class CacheFlusher:

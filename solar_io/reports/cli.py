@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..backends.roofline.units import format_time
+from ..backends.roofline.units import format_time, parse_bytes
 from ..errors import SolarIOError
 from ..measure.cli import parse_min_time, resolve_specs
 from ..yamltext import write_atomic
@@ -24,15 +24,9 @@ from .plot import Point, roofline_plot
 from .tables import folder_summary, to_csv, to_markdown, to_records
 
 
-def _parse_bytes(text: str | None) -> int | None:
-    if text is None:
-        return None
-    import re
-
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(i?B)?\s*", text, re.I)
-    if not m:
-        raise SolarIOError(f"bad --budget {text!r}: expected e.g. 4GiB, 512MiB")
-    return int(float(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()])
+def _budget(text: str | None) -> int | None:
+    b = parse_bytes(text, "--budget")
+    return None if b is None else int(b)
 
 
 def _files(dirs: list[Path]) -> list[Path]:
@@ -101,7 +95,7 @@ def check_bounds_command(
     files failed (and none violated)."""
     options = CaseOptions(repeats=repeats, min_seconds=parse_min_time(min_time), warm=warm,
                           cache_aware=cache_aware, dtype=dtype, device=device, compile=compile_,
-                          budget=_parse_bytes(budget), tolerance=tolerance)
+                          budget=_budget(budget), tolerance=tolerance)
     results, hw_name, wall = _run(_files(folders), hw, options, jobs)
     for r in results:
         if r.status == "violation":

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends.roofline.bounds import bound
 from ..backends.roofline.result import Report
 from ..errors import SolarIOError
 from ..hardware.spec import HardwareSpec
@@ -118,7 +119,7 @@ def prepare_case(path: Path, spec: HardwareSpec, options: CaseOptions = CaseOpti
                                                   f"{budget / 2**30:.2f} GiB")
             return res
         t0 = time.perf_counter()
-        report = _bound(g, spec, options.cache_aware)
+        report = bound(g, spec, cache_aware=options.cache_aware)
         res.phases["bound"] = time.perf_counter() - t0
         _fill_bounds(res, report)
         res.status = "ready"
@@ -127,11 +128,15 @@ def prepare_case(path: Path, spec: HardwareSpec, options: CaseOptions = CaseOpti
     return res
 
 
-def measure_case(res: CaseResult, options: CaseOptions = CaseOptions()) -> CaseResult:
-    """Time a ``ready`` case and judge it: ``ok`` or ``violation`` (``failed`` if it cannot run)."""
+def finish_case(res: CaseResult, options: CaseOptions = CaseOptions()) -> CaseResult:
+    """Time a ``ready`` case and judge it: ``ok`` or ``violation`` (``failed`` if it cannot run);
+    with ``options.measure`` False a ready case is ``ok`` unmeasured. Other cases are returned."""
     from ..measure.measure import measure_file
 
     if res.status != "ready":
+        return res
+    if not options.measure:
+        res.status = "ok"
         return res
     try:
         t0 = time.perf_counter()
@@ -150,11 +155,7 @@ def measure_case(res: CaseResult, options: CaseOptions = CaseOptions()) -> CaseR
 
 def run_case(path: Path, spec: HardwareSpec, options: CaseOptions = CaseOptions()) -> CaseResult:
     """Capture, bound and (unless ``options.measure`` is False) measure one model file."""
-    res = prepare_case(path, spec, options)
-    if res.status == "ready" and not options.measure:
-        res.status = "ok"
-        return res
-    return measure_case(res, options)
+    return finish_case(prepare_case(path, spec, options), options)
 
 
 def run_cases(files: Iterable[Path], spec: HardwareSpec, options: CaseOptions = CaseOptions(), *,
@@ -173,9 +174,7 @@ def run_cases(files: Iterable[Path], spec: HardwareSpec, options: CaseOptions = 
                                                                 reason=r.error or "worker failed")
     out = []
     for i, f in enumerate(files):
-        res = prepared[i] or prepare_case(f, spec, options)
-        if res.status == "ready":
-            res = measure_case(res, options) if options.measure else _unmeasured(res)
+        res = finish_case(prepared[i] or prepare_case(f, spec, options), options)
         out.append(res)
         if progress is not None:
             progress(res)
@@ -184,11 +183,6 @@ def run_cases(files: Iterable[Path], spec: HardwareSpec, options: CaseOptions = 
 
 def _prepare_item(item: tuple[Path, HardwareSpec, CaseOptions]) -> CaseResult:
     return prepare_case(*item)
-
-
-def _unmeasured(res: CaseResult) -> CaseResult:
-    res.status = "ok"
-    return res
 
 
 def _run_options(options: CaseOptions):  # noqa: ANN202
@@ -203,12 +197,6 @@ def find_violations(res: CaseResult, measured_min: float, tolerance: float = 0.0
     ``tolerance``, a fraction of the SOL), with the case's largest nodes."""
     return [Violation(name, sol, measured_min, list(res.top_nodes)) for name, sol in res.sol.items()
             if name in judged and measured_min < sol * (1.0 - tolerance)]
-
-
-def _bound(g, spec: HardwareSpec, cache_aware: bool) -> Report:  # noqa: ANN001
-    from ..backends.roofline.bounds import bound
-
-    return bound(g, spec, cache_aware=cache_aware)
 
 
 def _fill_bounds(res: CaseResult, report: Report, top: int = 5) -> None:

@@ -69,13 +69,14 @@ _SCALE = {None: 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1
           "GiB": 1 << 30, "TiB": 1 << 40}
 
 
-def parse_bytes(text: float | str | None) -> float | None:
-    """``'50MiB'``, ``'40MB'``, ``'1e6'`` or a number -> bytes (None stays None)."""
+def parse_bytes(text: float | str | None, what: str = "--capacity") -> float | None:
+    """``'50MiB'``, ``'40MB'``, ``'1e6'`` or a number -> bytes (None stays None); ``what`` names
+    the option in the error."""
     if text is None or isinstance(text, int | float):
         if text is not None and not (text > 0 and math.isfinite(text)):
-            raise BoundError(f"--capacity: must be a positive number of bytes, got {text!r}")
+            raise BoundError(f"{what}: must be a positive number of bytes, got {text!r}")
         return None if text is None else float(text)
     m = _BYTES.match(text)
     if not m or float(m.group(1)) <= 0:
-        raise BoundError(f"--capacity: expected bytes such as 50MiB, 40MB or 1e6, got {text!r}")
+        raise BoundError(f"{what}: expected bytes such as 50MiB, 40MB or 1e6, got {text!r}")
     return float(m.group(1)) * _SCALE[m.group(2)]

@@ -211,28 +211,10 @@ def gather(table: Value, ids: Value, dim: str) -> Value:
     ``B,C`` and target ``B`` gives ``B``: torch's ``take_along_dim``)."""
     site = call_site()
     table, ids = _check(table, "gather's table", site), _check(ids, "gather's ids", site)
-    _int_ids(ids, "gather", site)
-    a = table.axis(dim)
-    if dim in ids.dims:
-        raise LoopIRError(f"{site}: gather's ids must not have the gathered dim {dim}")
-    for d in ids.dims:
-        if d in table.dims and ids.size_of(d) != table.size_of(d):
-            raise LoopIRError(f"{site}: gather's shared dim {d} is {ids.size_of(d)} in ids but "
-                              f"{table.size_of(d)} in the table")
-    own = tuple(d for d in ids.dims if d not in table.dims)
-    names = table.dims[:a] + own + table.dims[a + 1:]
-    shape = table.shape[:a] + tuple(ids.size_of(d) for d in own) + table.shape[a + 1:]
-    pos = {d: i for i, d in enumerate(names)}
+    a, names, shape, pos = _indexed(table, ids, dim, "gather", site)
     tr = mode().tracer
     if tr is None:
-        idx = ids.numpy()
-        n = table.shape[a]
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            raise LoopIRError(f"{site}: gather ids hold values in [{idx.min()}, {idx.max()}], outside dim {dim} "
-                              f"of size {n}")
-        grid = np.indices(shape, sparse=True)
-        picked = idx[tuple(grid[pos[d]] for d in ids.dims)]
-        data = table.numpy()[tuple(picked if i == a else grid[pos[d]] for i, d in enumerate(table.dims))]
+        data = table.numpy()[_picks(table, ids, dim, a, shape, pos, "gather", site)]
         return Value(names, shape, table.dtype, data=np.ascontiguousarray(data))
     y = tr.result(tr.prefix("gather") + ".y", names, shape, table.dtype)
     tidx = tuple(Indirect(ids.name) if i == a else AffineExpr(((y.ranks[pos[d]], 1),), 0)
@@ -243,9 +225,42 @@ def gather(table: Value, ids: Value, dim: str) -> Value:
     return y
 
 
-def _int_ids(ids: Value, what: str, site: str) -> None:
+_WORDS = {"gather": ("gathered", "the table"), "scatter_add": ("scattered", "init")}
+
+
+def _indexed(base: Value, ids: Value, dim: str, what: str,
+             site: str) -> tuple[int, tuple[str, ...], tuple[int, ...], dict[str, int]]:
+    """The geometry of ``base`` indexed along ``dim`` by ``ids`` (gather's result, scatter_add's
+    source): the axis of ``dim``, the dims and shape (``base``'s with ``dim`` replaced by the ids'
+    own dims; dims the two share pair up) and each dim's position."""
     if ids.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
         raise LoopIRError(f"{site}: {what}'s ids must have an integer dtype, got {ids.dtype}")
+    a = base.axis(dim)
+    verb, base_name = _WORDS[what]
+    if dim in ids.dims:
+        raise LoopIRError(f"{site}: {what}'s ids must not have the {verb} dim {dim}")
+    for d in ids.dims:
+        if d in base.dims and ids.size_of(d) != base.size_of(d):
+            raise LoopIRError(f"{site}: {what}'s shared dim {d} is {ids.size_of(d)} in ids but "
+                              f"{base.size_of(d)} in {base_name}")
+    own = tuple(d for d in ids.dims if d not in base.dims)
+    names = base.dims[:a] + own + base.dims[a + 1:]
+    shape = base.shape[:a] + tuple(ids.size_of(d) for d in own) + base.shape[a + 1:]
+    return a, names, shape, {d: i for i, d in enumerate(names)}
+
+
+def _picks(base: Value, ids: Value, dim: str, a: int, shape: tuple[int, ...], pos: dict[str, int], what: str,
+           site: str) -> tuple:
+    """numpy index of the elements of ``base`` that ``ids`` selects, over the indexed ``shape``
+    (LoopIRError when an id is outside ``dim``)."""
+    idx = ids.numpy()
+    n = base.shape[a]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise LoopIRError(f"{site}: {what} ids hold values in [{idx.min()}, {idx.max()}], outside dim {dim} "
+                          f"of size {n}")
+    grid = np.indices(shape, sparse=True)
+    picked = idx[tuple(grid[pos[d]] for d in ids.dims)]
+    return tuple(picked if i == a else grid[pos[d]] for i, d in enumerate(base.dims))
 
 
 def scatter_add(init: Value, ids: Value, src: Value, dim: str) -> Value:
@@ -262,32 +277,14 @@ def scatter_add(init: Value, ids: Value, src: Value, dim: str) -> Value:
     site = call_site()
     init = _check(init, "scatter_add's init", site)
     ids, src = _check(ids, "scatter_add's ids", site), _check(src, "scatter_add's source", site)
-    _int_ids(ids, "scatter_add", site)
-    a = init.axis(dim)
-    if dim in ids.dims:
-        raise LoopIRError(f"{site}: scatter_add's ids must not have the scattered dim {dim}")
-    for d in ids.dims:
-        if d in init.dims and ids.size_of(d) != init.size_of(d):
-            raise LoopIRError(f"{site}: scatter_add's shared dim {d} is {ids.size_of(d)} in ids but "
-                              f"{init.size_of(d)} in init")
-    own = tuple(d for d in ids.dims if d not in init.dims)
-    names = init.dims[:a] + own + init.dims[a + 1:]
-    shape = init.shape[:a] + tuple(ids.size_of(d) for d in own) + init.shape[a + 1:]
+    a, names, shape, pos = _indexed(init, ids, dim, "scatter_add", site)
     if src.dims != names or src.shape != shape:
         raise LoopIRError(f"{site}: scatter_add's source must have dims {','.join(names)} of sizes {list(shape)} "
                           f"(init's with {dim} replaced by the ids' own dims), got {','.join(src.dims)} "
                           f"{list(src.shape)}")
-    pos = {d: i for i, d in enumerate(names)}
     tr = mode().tracer
     if tr is None:
-        idx = ids.numpy()
-        n = init.shape[a]
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            raise LoopIRError(f"{site}: scatter_add ids hold values in [{idx.min()}, {idx.max()}], outside dim "
-                              f"{dim} of size {n}")
-        grid = np.indices(shape, sparse=True)
-        picked = idx[tuple(grid[pos[d]] for d in ids.dims)]
-        where = tuple(picked if i == a else grid[pos[d]] for i, d in enumerate(init.dims))
+        where = _picks(init, ids, dim, a, shape, pos, "scatter_add", site)
         data = np.array(init.numpy(), copy=True)
         np.add.at(data, np.broadcast_arrays(*where), src.numpy().astype(data.dtype))
         return Value(init.dims, init.shape, init.dtype, data=data)
