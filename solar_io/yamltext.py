@@ -285,6 +285,8 @@ class _Parser:
                 return None
             k, rest = content[:-1], None
         if k not in self.keys:
+            if len(k) > 2 and k[0] == k[-1] == '"' and not any(ch in k[1:-1] for ch in '"\\'):
+                return k[1:-1], rest  # a key the emitter quoted (a YAML 1.1 word such as "no")
             if not _KEY.match(k + ":") or not _plain_ok(k, False):
                 return None
             self.keys.add(k)

@@ -32,3 +32,12 @@ def test_emitter_quotes_what_yaml_would_misread():
     text = emit(doc)
     assert yaml.safe_load(text) == doc
     assert parse(text) == doc
+
+
+def test_keys_that_yaml_reads_as_booleans_are_quoted_and_read_back_fast():
+    """An attribute named ``no`` (YAML 1.1 reads a plain ``no`` as false) is written quoted, and the
+    fast parser reads the quoted key as libyaml does (found by the random-graph round trip)."""
+    for word in ("no", "yes", "on", "off", "null", "true"):
+        text = emit({"attrs": {word: 0, "x": 1}})
+        assert f'"{word}": 0' in text
+        assert _fast_parse(text) == yaml.safe_load(text) == {"attrs": {word: 0, "x": 1}}
