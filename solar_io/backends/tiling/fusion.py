@@ -16,10 +16,14 @@ aliases tensors (a view's output is its input's memory), so tensors are identifi
   segment iterates over and keeps in its outputs (so no reduction crosses tiles, and every
   intermediate is indexed by it) and a tile ``t | N_sigma`` (``n = N_sigma / t`` tiles). Shared
   ranks that index exactly the same tensors (batch and sequence, say) are also tiled together as
-  one rank ``B*S`` of their product's size (a tile is then a box of both). Tensors
+  one rank ``B*S`` of their product's size (a tile is then a box of both). A tensor is indexed by
+  the ranks its accesses name (``k[B, T2, D]`` is not indexed by ``T`` even if declared so). Tensors
   indexed by sigma move one tile per step; the others (weights) are either *resident* (held on chip
   for the whole run) or *streamed* (re-read once per sigma tile). Capacity, as the issue defines it:
-  ``sum(resident tensors not indexed by sigma) + max_v(sigma-indexed tile bytes of node v) <= S``;
+  ``sum(resident tensors not indexed by sigma) + max_v(sigma-indexed tile bytes of node v) <= S``,
+  where an intermediate (produced and consumed inside, never written out) counts one row per sigma
+  point: it streams through in sub-tiles along its other ranks, as flash attention's scores and a
+  fused MLP's hidden layer do, or is recomputed (compute, not traffic);
   traffic: ``external sigma-indexed bytes + sum(resident) + n * sum(streamed)``. A streamed tensor is
   charged no capacity (it passes through in sub-tiles the model does not track), which can only
   lower Q; inner tiling of each node within a sigma tile is not modelled. Solved as a small
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from solar_io.affine import AffineExpr
 from solar_io.backends.roofline.aliases import ViewChains
 from solar_io.backends.roofline.residency import node_traffic
 from solar_io.graph import Graph, Node
@@ -165,17 +170,19 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
     for n in work:
         common &= set(n.space)
         for a in n.outputs:
-            common &= set(tmap[a.tensor].ranks)
+            common &= _access_ranks(a, tmap)
     for n in nodes:
         if n.kind == "data_movement" and n.view:
             for a in (*n.inputs, *n.outputs):
                 common &= set(tmap[a.tensor].ranks)
     sizes = g.rank_sizes
-    roots_ranks: dict[str, set[str]] = {}
+    roots_ranks: dict[str, set[str]] = {}  # root -> the ranks every access of it in the segment indexes
     for n in nodes:
         for a in (*n.inputs, *n.outputs):
             r = v.root[a.tensor]
-            roots_ranks.setdefault(r, set(tmap[r].ranks)).intersection_update(tmap[a.tensor].ranks)
+            ranks = _access_ranks(a, tmap) if a.tensor == r else \
+                _access_ranks(a, tmap) & set(tmap[r].ranks)  # through a view: the names both share
+            roots_ranks.setdefault(r, ranks).intersection_update(ranks)
     opts = []
     ext_rd: dict[str, float] = {}
     ext_wr: dict[str, float] = {}
@@ -198,8 +205,14 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
     for indexed, ranks in classes.items():
         others = tuple(sorted((t, b) for t, b in ext_rd.items() if t not in indexed and b > 0))
         base = sum(b for t, b in ext_rd.items() if t in indexed) + sum(ext_wr.values())
-        whole = max(sum(b for t2, b in (*v.reads[k].items(), *v.writes[k].items()) if t2 in indexed)
-                    for k in range(i, j + 1))
+        # An intermediate (produced and consumed inside, never written out) needs no more than one
+        # sigma point's row of it on chip at a time: it streams through in sub-tiles along its other
+        # ranks (flash attention's scores, a fused MLP's hidden layer) or is recomputed, which costs
+        # compute, not traffic.
+        row = {t: math.prod(sizes[r] for r in roots_ranks[t] if r not in ranks) for t in indexed
+               if t not in ext_rd and t not in ext_wr}
+        whole = max(sum(b / row.get(t2, 1) for t2, b in (*v.reads[k].items(), *v.writes[k].items())
+                        if t2 in indexed) for k in range(i, j + 1))
         # Ranks that index the same tensors tile together: a tile of d points of their product is a
         # box of them (every divisor of a product of sizes splits into divisors of each), and every
         # tensor they index holds a fraction d / (product) of itself per tile.
@@ -210,6 +223,13 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
                 n = size // t
                 opts.append(ChainOption("*".join(group), t, n, base, whole / n, others))
     return opts
+
+
+def _access_ranks(a, tmap) -> set[str]:
+    """The ranks an access indexes (its declared ranks when it reads the whole tensor)."""
+    if a.index is None:
+        return set(tmap[a.tensor].ranks)
+    return {r for e in a.index if type(e) is AffineExpr for r in e.ranks}
 
 
 ENUMERATE_LIMIT = 4096  # residency choices per option searched directly, without the solver, up to this many
