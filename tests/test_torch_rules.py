@@ -271,6 +271,29 @@ def test_rule_matches_aten(op: str) -> None:
     assert cap.graph.validation.status == "passed", cap.graph.validation.reason
 
 
+BN_TRAINING_RESULTS: dict[str, Callable] = {
+    # every result in training mode: out, saved mean, saved rstd (and the updated running stats)
+    "functional": lambda x, w, b, m, v: aten._native_batch_norm_legit_functional.default(
+        x, w, b, m, v, True, 0.3, 1e-5),
+    "native": lambda x, w, b, m, v: aten.native_batch_norm.default(x, w, b, m.clone(), v.clone(), True, 0.1, 1e-5),
+    "no_stats": lambda x, w, b, m, v: aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BN_TRAINING_RESULTS))
+def test_batch_norm_training_returns_every_statistic(case: str) -> None:
+    """The per-node check of a large capture runs a batch norm alone and compares all its results
+    (KernelBench's DenseNet and EfficientNet blocks train-mode batch norms), so the saved mean and
+    rstd must have the op's per-channel shape and the running stats their momentum update."""
+    f = BN_TRAINING_RESULTS[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cap = capture_source(_source(case, lambda: _BN(f), [r(3, 4, 2, 2)]), validate=True)
+    n = {"functional": 5, "native": 3, "no_stats": 3}[case]
+    assert len(cap.outputs) == n and not cap.lowered.opaque
+    assert cap.graph.validation.status == "passed", cap.graph.validation.reason
+
+
 CONV_CONFIGS = [
     # (dims, transposed, cin, cout, kernel, stride, padding, dilation, groups, output_padding, size)
     (1, False, 3, 4, 3, 1, 0, 1, 1, 0, 9), (1, False, 4, 6, 4, 3, 2, 2, 2, 0, 17),

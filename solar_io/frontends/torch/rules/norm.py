@@ -16,11 +16,17 @@ from .reduce import mean
 
 def normalize(ctx: LowerCtx, x: T, dims: Sequence[int], eps: float) -> tuple[T, T, T]:
     """(x - mean) * rsqrt(var + eps) over ``dims`` (biased variance); returns (xhat, mean, rstd)."""
+    xhat, m, _, rstd = statistics(ctx, x, dims, eps)
+    return xhat, m, rstd
+
+
+def statistics(ctx: LowerCtx, x: T, dims: Sequence[int], eps: float) -> tuple[T, T, T, T]:
+    """:func:`normalize`, also returning the biased variance: (xhat, mean, var, rstd)."""
     m = mean(ctx, x, dims, True, dtype="fp32" if ctx.dtype(x) != "fp64" else "fp64", suffix="mean")
     xc = ctx.ew("sub", x, m, dtype=ctx.dtype(m), suffix="centered")
     v = mean(ctx, ctx.ew("square", xc, suffix="sq"), dims, True, suffix="var")
     rstd = ctx.ew("rsqrt", ctx.ew("add", v, float(eps), suffix="var_eps"), suffix="rstd")
-    return ctx.ew("mul", xc, rstd, suffix="xhat"), m, rstd
+    return ctx.ew("mul", xc, rstd, suffix="xhat"), m, v, rstd
 
 
 def affine(ctx: LowerCtx, y: T, weight: T | None, bias: T | None, channel_dim: int | None, dtype: str) -> T:
@@ -90,9 +96,10 @@ def batch_norm(ctx: LowerCtx, a: Args) -> T | tuple:
     eps = float(a.eps)
     tuple_out = op not in ("aten.batch_norm", "aten.instance_norm")
     dt = ctx.out_dtype(0) if tuple_out else ctx.out_dtype()
+    var = None
     if training:
         dims = [0] + list(range(2, nd)) if op != "aten.instance_norm" else list(range(2, nd))
-        y, m, rstd = normalize(ctx, x, dims, eps)
+        y, m, var, rstd = statistics(ctx, x, dims, eps)
     else:
         rm, rv = a.running_mean, a.running_var
         for s in (rm, rv):
@@ -106,8 +113,36 @@ def batch_norm(ctx: LowerCtx, a: Args) -> T | tuple:
     y = affine(ctx, y, a.weight, a.bias, 1, dt)
     if not tuple_out:
         return y
+    return (y, *_batch_norm_extras(ctx, a, m, var, rstd, training))
+
+
+def _batch_norm_extras(ctx: LowerCtx, a: Args, m: T, var: T | None, rstd: T, training: bool) -> list[T | None]:
+    """The results after ``out`` of a tuple-returning batch norm, shaped as the op returns them:
+    the saved mean and rstd (per channel in training; outside it None, as eager returns them
+    empty), then, for the
+    functional op, the updated running mean and variance: ``(1 - momentum) * running + momentum *
+    batch statistic``, the variance unbiased (times n / (n - 1)). An empty result (``reserve``) is None."""
     vals = ctx.node.meta["val"]
-    return (y,) + tuple(m if i == 1 else rstd for i in range(1, len(vals)))
+    c = ctx.shape(a.input)[1]
+    per_channel = {1: m, 2: rstd} if training else {}  # eager CPU returns them empty outside training
+    if training and var is not None and a.running_mean is not None and len(vals) >= 5:
+        n = ctx.b.numel(a.input.name) // c
+        mom = float(a.momentum)
+        for i, (run, stat, scale) in ((3, (a.running_mean, m, 1.0)), (4, (a.running_var, var, n / max(n - 1, 1)))):
+            ctx.b.bind(run.name, [ctx.ranks(a.input)[1]])
+            flat = ctx.reshape(stat, [c], suffix="stat")
+            part = ctx.ew("mul", flat, mom * scale, suffix="momentum")
+            per_channel[i] = ctx.ew("add", ctx.ew("mul", run, 1.0 - mom, suffix="decayed"), part,
+                                    dtype=ctx.dtype(run), suffix="running")
+    out: list[T | None] = []
+    for i, v in enumerate(vals[1:], start=1):
+        t = per_channel.get(i)
+        shape = [int(s) for s in v.shape]
+        if t is None or 0 in shape:
+            out.append(None)
+        else:
+            out.append(ctx.reshape(t, shape, suffix="saved") if ctx.shape(t) != tuple(shape) else t)
+    return out
 
 
 @rule("aten.group_norm", "aten.native_group_norm")
