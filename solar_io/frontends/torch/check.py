@@ -122,6 +122,7 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> V
         model = cap.source.model("cpu")
         torch.manual_seed(seed + 1)
         inputs = cap.source.inputs("cpu")
+        before = _snapshot(cap, model, inputs)  # forward may replace state (self.hidden = ...) or write inputs
         recorder = RandomRecorder()
         with torch.no_grad(), no_dropout(), recorder:
             ref = _flat_tensors(model(*inputs))
@@ -132,7 +133,7 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> V
         if impl is not None and hasattr(impl, "keep"):
             impl.keep = [a.tensor for a in node.outputs]
     _replay_random(cap, recorder.values)
-    arrays = _sources(cap, model, inputs)
+    arrays = before if before is not None else _sources(cap, model, inputs)
     if isinstance(arrays, str):
         return skipped(arrays)
     if len(cap.outputs) != len(ref):
@@ -185,6 +186,16 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
         else:
             return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
     return arrays
+
+
+def _snapshot(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[str, np.ndarray] | None:
+    """Copies of the source arrays as they are before forward runs; None when they cannot be had yet
+    (lazy modules create their parameters in the first forward)."""
+    try:
+        arrays = _sources(cap, model, inputs)
+    except Exception:
+        return None
+    return None if isinstance(arrays, str) else {k: np.array(v, copy=True) for k, v in arrays.items()}
 
 
 def _attr(obj: Any, path: str) -> Any:

@@ -74,7 +74,7 @@ def clone(ctx: LowerCtx, a: Args) -> T:
     return ctx.copy(a.self)
 
 
-@rule("aten._to_copy", "aten.type_as")
+@rule("aten._to_copy", "aten.to", "aten.type_as")
 def to(ctx: LowerCtx, a: Args) -> T:
     return ctx.cast(a.self, ctx.out_dtype())
 
