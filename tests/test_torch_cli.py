@@ -200,3 +200,41 @@ def test_detect_frontend(tmp_path: Path) -> None:
     assert detect_frontend(write(tmp_path, "l.py", "from solar_io.frontends.loopir import kernel\n")) == "loopir"
     with pytest.raises(Exception, match="cannot tell the frontend"):
         detect_frontend(write(tmp_path, "n.py", "x = 1\n"))
+
+
+CUDA_FILE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 16).cuda()
+        self.register_buffer("scale", torch.ones(16, device="cuda"))
+
+    def forward(self, q, k, v):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return self.proj(o) * self.scale + torch.zeros(16, device=torch.device("cuda:0")) + torch.ones(16).to("cuda")
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 8, 16, device="cuda") for _ in range(3)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_file_written_for_a_gpu_captures_on_this_cpu(cli, tmp_path):
+    """KernelBench's SDPA file makes its inputs with device='cuda': the capture (meta tensors) and
+    the validation (CPU) put every tensor the file places on an accelerator on their own device."""
+    src = tmp_path / "gpu_model.py"
+    src.write_text(CUDA_FILE)
+    out = tmp_path / "g.yaml"
+    res = cli("capture", str(src), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    g = load(out)
+    assert g.validation.status == "passed"
+    assert {n.op for n in g.nodes} >= {"aten.scaled_dot_product_attention", "aten.linear"}

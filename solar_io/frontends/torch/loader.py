@@ -32,6 +32,38 @@ TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bflo
 _SPEC = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)?([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
 
 
+ACCELERATORS = ("cuda", "xpu", "mps", "hip")
+
+
+class OnDevice(torch.overrides.TorchFunctionMode):
+    """Build on ``device`` even where the user's code names an accelerator: ``device='cuda'``
+    arguments, ``.cuda()`` and ``.to('cuda')`` land on ``device``, so a benchmark file written for
+    a GPU captures on a CPU-only machine (the capture itself runs on meta tensors). Used together
+    with ``with torch.device(device)``, which sets the default."""
+
+    def __init__(self, device: str):
+        super().__init__()
+        self.device = torch.device(device)
+
+    def _swap(self, v: Any) -> Any:
+        if isinstance(v, str) and v.split(":")[0] in ACCELERATORS:
+            return self.device
+        if isinstance(v, torch.device) and v.type in ACCELERATORS:
+            return self.device
+        return v
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.cuda or getattr(func, "__name__", "") in ("xpu", "mps") and args and \
+                isinstance(args[0], torch.Tensor):
+            return args[0].to(self.device)
+        if "device" in kwargs:
+            kwargs["device"] = self._swap(kwargs["device"])
+        if func is torch.Tensor.to:
+            args = tuple(self._swap(a) for a in args)
+        return func(*args, **kwargs)
+
+
 class _FnModule(nn.Module):
     """A plain function as a module (its forward)."""
 
@@ -54,6 +86,7 @@ class Source:
     inputs_factory: Callable[[], list[Any]]
     dtype: torch.dtype | None = None
     eval_mode: bool = False
+    accelerator: bool = False  # the source names an accelerator device ('cuda', ...): see OnDevice
 
     def model(self, device: str) -> nn.Module:
         """A fresh model instance on ``device`` (meta: no weight memory).
@@ -64,7 +97,7 @@ class Source:
         modules are always put in eval mode, so the captured computation is deterministic.
         """
         try:
-            with torch.device(device):
+            with torch.device(device), OnDevice(device):
                 m = self.model_factory()
         except CaptureError:
             raise
@@ -72,11 +105,21 @@ class Source:
             if device == "cpu":
                 raise CaptureError(f"{self.name}: building the model raised {type(e).__name__}: {e}") from e
             try:
-                m = self.model_factory().to(device)
+                with OnDevice("cpu"):
+                    m = self.model_factory()
+                m = m.to(device)
             except Exception as e2:
                 raise CaptureError(f"{self.name}: building the model raised {type(e2).__name__}: {e2}") from e2
         if not isinstance(m, nn.Module):
             raise CaptureError(f"{self.name}: the entry point did not give an nn.Module or function")
+        if self.accelerator:
+            forward = m.forward
+
+            def on_device_forward(*args: Any, **kwargs: Any) -> Any:
+                with OnDevice(device):
+                    return forward(*args, **kwargs)
+
+            m.forward = on_device_forward  # tensors forward creates on 'cuda' land on ``device`` too
         if self.dtype is not None:
             m = m.to(self.dtype)
         if self.eval_mode:
@@ -89,11 +132,12 @@ class Source:
     def inputs(self, device: str) -> list[Any]:
         """Fresh inputs on ``device`` (floating ones cast to ``dtype`` when given)."""
         try:
-            with torch.device(device):
+            with torch.device(device), OnDevice(device):
                 xs = list(self.inputs_factory())
         except Exception:
             try:
-                xs = list(self.inputs_factory())
+                with OnDevice("cpu"):
+                    xs = list(self.inputs_factory())
             except Exception as e:
                 raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
         out = []
@@ -227,4 +271,5 @@ def load_source(path: Path, *, entry: str | None = None, inputs: list[str] | Non
         if gi is None:
             raise CaptureError(f"{name}: no get_inputs() defined (or give --input NAME=DTYPE[DIMS])")
         make_inputs = gi
-    return Source(path, name, hashlib.sha256(data).hexdigest(), factory, make_inputs, tdt, eval_mode)
+    accelerator = re.search(rb"""\.cuda\(|["'](cuda|xpu|mps)(:\d+)?["']""", data) is not None
+    return Source(path, name, hashlib.sha256(data).hexdigest(), factory, make_inputs, tdt, eval_mode, accelerator)
