@@ -9,6 +9,7 @@ A graph too large for the budget is validated per distinct node at reduced sizes
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -207,6 +208,7 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
     consts = getattr(cap.program, "constants", {}) or {}
+    cpu: dict = {}
     arrays: dict[str, np.ndarray] = {}
     produced = {a.tensor for n in cap.graph.nodes for a in n.outputs}
     for t in cap.graph.tensors:
@@ -225,9 +227,27 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
             arrays[t.name] = to_numpy(consts[target])
         elif isinstance(_attr(model, target), torch.Tensor):  # a plain tensor attribute of the module
             arrays[t.name] = to_numpy(_attr(model, target))
+        elif target in consts and isinstance(_cpu_constants(cap, model, inputs, cpu).get(target), torch.Tensor):
+            arrays[t.name] = to_numpy(cpu[target])
         else:
             return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
     return arrays
+
+
+def _cpu_constants(cap: Capture, model: torch.nn.Module, inputs: list[Any], found: dict) -> dict:
+    """The constants forward creates (``torch.tensor(0.5, device=x.device)``, lifted by the export on
+    meta without a value), from an export of the CPU model on the CPU inputs; computed once into
+    ``found``, empty when that export fails."""
+    if not found:
+        found[None] = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ep = torch.export.export(model, tuple(inputs), strict=False)
+            found.update({k: v for k, v in (ep.constants or {}).items() if isinstance(v, torch.Tensor)})
+        except Exception:
+            pass
+    return found
 
 
 def _snapshot(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[str, np.ndarray] | None:
