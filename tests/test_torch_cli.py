@@ -238,3 +238,13 @@ def test_a_file_written_for_a_gpu_captures_on_this_cpu(cli, tmp_path):
     g = load(out)
     assert g.validation.status == "passed"
     assert {n.op for n in g.nodes} >= {"aten.scaled_dot_product_attention", "aten.linear"}
+
+
+def test_data_dependent_branch_is_one_line_with_a_hint(cli, tmp_path):
+    src = tmp_path / "branchy.py"
+    src.write_text("import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        if not (x > 0).any():\n            return x\n        return x * 2\n\n\n"
+                   "def get_inputs():\n    return [torch.randn(4)]\n")
+    res = cli("capture", str(src))
+    assert res.returncode == 1 and res.stderr.count("\n") == 1
+    assert "branchy.py: torch.export failed" in res.stderr and "branches on tensor values" in res.stderr

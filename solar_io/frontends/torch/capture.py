@@ -55,7 +55,12 @@ def export(source: Source) -> Any:
                 ep = torch.export.export(model, tuple(args), strict=False)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise CaptureError(f"{source.name}: torch.export failed: {type(e).__name__}: {first[:300]}") from e
+        hint = ""
+        if "DataDependent" in type(e).__name__ or "data-dependent" in first:
+            hint = (" (the model branches on tensor values, e.g. `if not mask.any():` in a mixture-of-experts "
+                    "loop; the work then depends on the data: write the branch without a Python condition on a "
+                    "tensor, or give --entry a function that does)")
+        raise CaptureError(f"{source.name}: torch.export failed: {type(e).__name__}: {first[:300]}{hint}") from e
     _load_rules()
     missing = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
                and find_rule(n.target) is None and buffer_update_rule(n) is None]
