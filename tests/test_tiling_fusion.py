@@ -258,3 +258,56 @@ def test_attention_chain_streams_the_scores_like_flash_attention() -> None:
     r = bound(g, H100, cache_aware=True, capacity=cap, residency=False)
     assert r.cache_aware.bytes == pytest.approx(4 * c * head)
     assert r.cache_aware.time == pytest.approx(r.fused.time)
+
+
+def recurrence(steps: int, n: int = 64, head: bool = False) -> Graph:
+    """h_{k+1} = tanh(h_k), each step followed by a copy (a node chain tiling cannot take), all named
+    as the nodes of one source op ``rnn`` (one kernel of the unfused bound). ``head``: first a
+    matrix product x[M, N] @ w[N, N] -> h0 whose operands do not fit in the capacities used."""
+    acc = parse_access
+    tensors = [Tensor("h0", ("N",), "fp32", "intermediate" if head else "input")]
+    nodes = []
+    ranks = [("N", n)]
+    if head:
+        ranks.append(("M", 64))
+        tensors += [Tensor("x", ("M", "N"), "fp32", "input"), Tensor("w", ("N", "N2"), "fp32", "weight")]
+        ranks.append(("N2", n))
+        nodes.append(Node("proj", "einsum", "mm", (acc("x[M, N]"), acc("w[N, N2]")), (acc("h0[N2]"),),
+                          space=("M", "N", "N2"), map="mul", reduce="add"))
+    for k in range(steps):
+        last = k == steps - 1
+        tensors += [Tensor(f"a{k}", ("N",), "fp32", "intermediate"),
+                    Tensor(f"h{k + 1}", ("N",), "fp32", "output" if last else "intermediate")]
+        nodes += [Node(f"rnn.t{k}", "einsum", "aten.rnn", (acc(f"h{k}[N]"),), (acc(f"a{k}[N]"),), space=("N",),
+                       map="tanh", reduce="none"),
+                  Node(f"rnn.c{k}" if not last else "rnn", "data_movement", "aten.rnn", (acc(f"a{k}[N]"),),
+                       (acc(f"h{k + 1}[N]"),), space=("N",), movement="copy")]
+    return Graph(ranks=tuple(ranks), tensors=tuple(tensors), nodes=tuple(nodes), name="recurrence")
+
+
+def test_a_recurrence_whose_live_tensors_fit_moves_only_its_boundary() -> None:
+    """All 2T step tensors together exceed S, but running the steps in order holds two of them at a
+    time: that schedule reads h0 and writes h_T once, the fused bound's bytes."""
+    from solar_io.backends.tiling.fusion import live_bytes, touched_bytes
+
+    steps, n = 12, 64
+    g = recurrence(steps, n)
+    view = graph_view(g, graph_metrics(g))
+    row = 4 * n
+    assert live_bytes(view, 0, len(g.nodes) - 1) == 2 * row
+    assert touched_bytes(view, 0, len(g.nodes) - 1) == (2 * steps + 1) * row
+    r = bound(g, H100, cache_aware=True, capacity=3 * row, residency=False)
+    assert r.cache_aware.bytes == pytest.approx(2 * row)
+    assert r.cache_aware.time == pytest.approx(r.fused.time)
+
+
+def test_a_kernel_longer_than_max_group_is_a_candidate_group() -> None:
+    """The 24 nodes of one source op run as one kernel in the source program, so the partition may
+    take them as one group although it is longer than max_group (8): its intermediates stay on chip.
+    The matrix product before it does not fit, so the whole graph as one group does not either."""
+    g = recurrence(12, 64, head=True)
+    cap = 3 * 4 * 64
+    r = bound(g, H100, cache_aware=True, capacity=cap, residency=False)
+    groups = [gr.nodes for gr in r.cache.groups]
+    assert groups[-1] == tuple(n.name for n in g.nodes[1:])  # the rnn kernel, one group
+    assert r.cache.groups[-1].traffic == pytest.approx(2 * 4 * 64)  # reads h0, writes h12

@@ -133,6 +133,28 @@ def touched_bytes(v: GraphView, i: int, j: int) -> float:
     return sum(v.size[t] for t in roots)
 
 
+def live_bytes(v: GraphView, i: int, j: int) -> float:
+    """The most bytes segment ``i..j`` holds at once when it runs its nodes in order and keeps each
+    root on chip from its first to its last touch in the segment (at most :func:`touched_bytes`).
+    When it fits in S, that schedule moves exactly the external bytes: a long recurrence (an
+    unrolled GRU) fits although all of its steps' tensors together do not."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for k in range(i, j + 1):
+        for t in (*v.reads[k], *v.writes[k]):
+            first.setdefault(t, k)
+            last[t] = k
+    delta = [0.0] * (j - i + 2)
+    for t, a in first.items():
+        delta[a - i] += v.size[t]
+        delta[last[t] - i + 1] -= v.size[t]
+    peak = cur = 0.0
+    for d in delta[:-1]:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
 @dataclass(frozen=True, slots=True)
 class ChainOption:
     """One (sigma, tile) choice of a segment: traffic and capacity parts in bytes."""
@@ -327,4 +349,4 @@ def chain_tiling(o: ChainOption, resident: tuple[str, ...], option: int = -1) ->
 
 __all__ = ["ChainOption", "ChainTiling", "GraphView", "avoided_bytes", "chain_options", "chain_tiling",
            "external_bytes",
-           "graph_view", "solve_chain", "touched_bytes"]
+           "graph_view", "live_bytes", "solve_chain", "touched_bytes"]

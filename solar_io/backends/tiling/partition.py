@@ -1,7 +1,8 @@
 """The cache-aware SOL: the fusion partition of the graph and the traffic of each group at capacity S.
 
 Groups are contiguous runs (segments) of the topological order, at most ``max_group`` nodes, plus
-the whole graph as one group. For each candidate segment:
+each longer kernel of the unfused bound (the nodes one source op was lowered to, which the source
+program runs as one kernel) and the whole graph as one group. For each candidate segment:
 
 - ``compute`` = the busiest unit's total over its nodes (units overlap inside one kernel, as for
   the fused bound); ``Q`` = its DRAM traffic at capacity S (:mod:`.segments`: tiling ILP, chain
@@ -25,6 +26,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from solar_io.backends.roofline.kernels import kernels
 from solar_io.backends.roofline.residency import on_chip_capacity
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
@@ -137,10 +139,18 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     choice: list[tuple[int, float, float] | None] = [None] * (n + 1)  # (start, compute, time) of the last group
     spans: dict[tuple[int, int], object] = {}
     candidates: list[tuple[int, int, float]] = []
+    long: dict[int, list[int]] = {}  # last node -> first nodes of kernels longer than max_group
+    for i, j in kernels(g):
+        if j - i + 1 > max_group and (i, j) != (0, n - 1):
+            long.setdefault(j, []).append(i)
     for j in range(n):
         m = v = sp = 0.0  # the segment's matrix, vector and special-function seconds
-        for i in range(j, max(0, j - max_group + 1) - 1, -1):
-            m, v, sp = m + units[i][0], v + units[i][1], sp + units[i][2]
+        starts = [*range(j, max(0, j - max_group + 1) - 1, -1), *long.get(j, ())]
+        for i in starts:
+            if i > j - max_group:
+                m, v, sp = m + units[i][0], v + units[i][1], sp + units[i][2]
+            else:  # a long kernel
+                m, v, sp = (math.fsum(units[k][x] for k in range(i, j + 1)) for x in range(3))
             if math.isinf(best[i]):
                 continue
             s = seg.span(i, j)

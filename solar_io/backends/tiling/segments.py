@@ -35,6 +35,7 @@ from .fusion import (
     chain_options,
     chain_tiling,
     external_bytes,
+    live_bytes,
     solve_chain,
     touched_bytes,
 )
@@ -169,8 +170,8 @@ class Segments:
         avoided = avoided_bytes(v, i, j)
         if self.bound == "floor":
             return Span(fl, fl, "floor", "", avoided)
-        if touched_bytes(v, i, j) <= cap:
-            return Span(max(ext, fl), fl, "resident", "every tensor on chip", avoided)
+        if live_bytes(v, i, j) <= cap:
+            return Span(max(ext, fl), fl, "resident", "every live tensor on chip", avoided)
         opts = chain_options(self.g, v, i, j)
         if not opts:
             return None
