@@ -374,3 +374,37 @@ def test_big_weights_are_abstract_and_budget_skips(tmp_path: Path) -> None:
     g = capture_file(src, validate_budget=64 << 20)  # 2 x 256 MiB of weights: never allocated
     assert g.validation.status == "skipped" and "validate-budget" in g.validation.reason
     assert graph_metrics(g).macs == 2 * 16 * 8192 * 8192
+
+
+BENCH_STYLE = '''
+import jax
+import jax.numpy as jnp
+
+
+def create_inputs(dtype=jnp.float32):
+    k1, k2 = jax.random.split(jax.random.PRNGKey(1))
+    return jax.random.normal(k1, (4, 8), dtype=dtype), jax.random.normal(k2, (8, 6), dtype=dtype)
+
+
+def workload(x, w):
+    return jax.nn.relu(x @ w)
+'''
+
+
+def test_entry_inputs_from_and_input_specs(cli, tmp_path: Path) -> None:
+    """A file in another convention (create_inputs + workload, as JAX benchmark suites write them):
+    --entry names the function, --inputs-from the inputs' maker, or --input gives their shapes."""
+    src = tmp_path / "bench_style.py"
+    src.write_text(BENCH_STYLE)
+    for extra in (["--inputs-from", "create_inputs"], ["--input", "x=fp32[4,8]", "--input", "w=fp32[8,6]"]):
+        out = tmp_path / "g.yaml"
+        res = cli("capture", str(src), "--entry", f"{src.name}:workload", *extra, "-o", str(out))
+        assert res.returncode == 0, res.stderr
+        g = loads(out.read_text())
+        assert g.validation.status == "passed" and graph_metrics(g).flops_matrix == 2 * 4 * 8 * 6
+    for args, msg in ((["--entry", "x:nope", "--inputs-from", "create_inputs"], "--entry names 'nope'"),
+                      (["--entry", "x:workload", "--inputs-from", "nope"], "--inputs-from names 'nope'"),
+                      (["--inputs-from", "create_inputs"], "defines neither model(*inputs) nor a Flax Model"),
+                      (["--entry", "x:workload", "--dtype", "bf16", "--inputs-from", "create_inputs"], "--dtype")):
+        res = cli("capture", str(src), *args)
+        assert res.returncode == 1 and res.stderr.count("\n") == 1 and msg in res.stderr, res.stderr

@@ -179,6 +179,18 @@ def test_entry_function_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture) 
     code, out, err = run(capsys, "-", "--entry", "torch.nn:GELU", "--input", "x=fp32[4,4]")  # an importable module
     assert code == 0, err
     assert [n.op for n in loads(out).nodes] == ["aten.gelu"]
+    src2 = write(tmp_path, "made.py", """\
+        import torch
+        def attention(q, k):
+            return torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+        def create_inputs():
+            return torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    """)
+    code, out, err = run(capsys, str(src2), "--entry", f"{src2}:attention", "--inputs-from", "create_inputs")
+    assert code == 0, err
+    assert loads(out).validation.status == "passed" and loads(out).rank_sizes.get("D") == 4
+    code, out, err = run(capsys, str(src2), "--entry", f"{src2}:attention", "--inputs-from", "nope")
+    assert code == 1 and "--inputs-from names 'nope'" in err
 
 
 def test_folder_capture(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -18,7 +18,7 @@ import typer
 from ..errors import SolarIOError
 from ..files import dump, dumps
 from ..graph import Graph
-from .common.errors import CaptureError, ValidationFailed
+from .common.errors import CaptureError, InputSpecError, ValidationFailed
 
 FRONTENDS = ("torch", "loopir", "jax", "agent")
 _IMPORTS = [
@@ -98,6 +98,9 @@ def capture_command(
                                      "factory returning a module, or a function used as forward."),
     inputs: list[str] = typer.Option([], "--input", help="Input shape spec NAME=DTYPE[D1,D2,...], "
                                       "repeatable, instead of get_inputs()."),
+    inputs_from: str | None = typer.Option(None, "--inputs-from", help="torch, jax: the callable in the "
+                                           "source that returns the inputs, instead of get_inputs() (e.g. "
+                                           "create_inputs)."),
     dtype: str | None = typer.Option(None, "--dtype", help="Cast the model and floating inputs: bf16, fp16, "
                                      "fp32."),
     strict: bool = typer.Option(False, "--strict", help="Fail on any op with no lowering rule."),
@@ -129,7 +132,10 @@ def capture_command(
 ) -> None:
     """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
     budget = _parse_size(validate_budget)
+    if inputs_from and inputs:
+        raise InputSpecError("give --input specs or --inputs-from, not both")
     options = dict(validate=not no_validate, strict=strict, entry=entry, inputs=list(inputs) or None,
+                   inputs_from=inputs_from,
                    dtype=dtype, seed=seed, validate_budget=budget, eval_mode=eval_mode)
     loopir = dict(jit=False if no_jit else None, sizes=_parse_dims(sizes, "--sizes"),
                   validate_sizes=_parse_dims(validate_sizes, "--validate-sizes"))

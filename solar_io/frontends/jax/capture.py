@@ -23,9 +23,11 @@ import jax
 import numpy as np
 
 from ... import __version__
+from ...dtypes import numpy_dtype
 from ...graph import Graph, Producer, Validation
 from ..common.builder import GraphBuilder
-from ..common.errors import CaptureError, NoRuleError
+from ..common.errors import CaptureError, InputSpecError, NoRuleError
+from ..common.inputs import parse_input_spec, split_entry
 from ..common.validation import compare, graph_bytes, skipped
 from . import rules  # noqa: F401  (registers every rule)
 from .lower import Lowerer, file_dtype
@@ -60,8 +62,15 @@ def _abstract(x: Any) -> Any:
                                   if not hasattr(a, "aval") else jax.ShapeDtypeStruct(a.shape, a.dtype), x)
 
 
-def load_program(path: Path) -> Program:
-    """The Program of a model file (see the module docstring). Runs the file."""
+def load_program(path: Path, entry: str | None = None, inputs: list[str] | None = None,
+                 inputs_from: str | None = None) -> Program:
+    """The Program of a model file (see the module docstring). Runs the file.
+
+    ``entry`` (``file:callable``) names the function or Flax module class to capture instead of
+    ``model``/``Model``; ``inputs`` (``--input`` specs) replace ``get_inputs()`` with seeded random
+    arrays of those dtypes and shapes; ``inputs_from`` names another callable giving the inputs."""
+    name = split_entry(entry)[1] if entry else None
+    specs = [parse_input_spec(s) for s in inputs or []]
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -76,35 +85,62 @@ def load_program(path: Path) -> Program:
         spec.loader.exec_module(mod)
     except Exception as e:
         raise CaptureError(f"{path.name}: running the file raised {type(e).__name__}: {str(e)[:300]}") from e
-    if not hasattr(mod, "get_inputs"):
-        raise CaptureError(f"{path.name}: defines no get_inputs()")
+    make = inputs_from or "get_inputs"
+    if inputs_from and not callable(getattr(mod, inputs_from, None)):
+        raise CaptureError(f"{path.name}: --inputs-from names {inputs_from!r}, which is not a callable there")
+    if not specs and not hasattr(mod, make):
+        raise CaptureError(f"{path.name}: defines no get_inputs() (or give --input NAME=DTYPE[D1,D2,...])")
+    if name is not None and not callable(getattr(mod, name, None)):
+        raise CaptureError(f"{path.name}: --entry names {name!r}, which the file does not define as a callable")
     sha = hashlib.sha256(data).hexdigest()
 
     def inputs() -> tuple:
+        if specs:
+            return _spec_arrays(specs)
         try:
-            return tuple(mod.get_inputs())
+            return tuple(getattr(mod, make)())
         except Exception as e:
-            raise CaptureError(f"{path.name}: get_inputs() raised {type(e).__name__}: {str(e)[:300]}") from e
+            raise CaptureError(f"{path.name}: {make}() raised {type(e).__name__}: {str(e)[:300]}") from e
 
     abstract_inputs = tuple(jax.eval_shape(lambda: inputs()))
-    if hasattr(mod, "Model"):
+    target = getattr(mod, name) if name is not None else getattr(mod, "Model", None)
+    if isinstance(target, type):
         init_args = tuple(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else ()
-        if _is_nnx(mod.Model):
-            return _nnx_program(path.name, sha, mod.Model, init_args, abstract_inputs, inputs)
-        module = mod.Model(*init_args)
+        if _is_nnx(target):
+            return _nnx_program(path.name, sha, target, init_args, abstract_inputs, inputs)
+        module = target(*init_args)
         if not hasattr(module, "init") or not hasattr(module, "apply"):
-            raise CaptureError(f"{path.name}: Model is neither a flax.linen nor a flax.nnx Module")
+            raise CaptureError(f"{path.name}: {target.__name__} is neither a flax.linen nor a flax.nnx Module")
         key = jax.random.PRNGKey(0)
         abstract_params = jax.eval_shape(module.init, key, *abstract_inputs)
         make_params = mod.get_params if hasattr(mod, "get_params") else lambda: module.init(key, *inputs())
         return Program(path.name, sha, lambda params, *xs: module.apply(params, *xs), abstract_params,
                        abstract_inputs, make_params, inputs)
-    if not hasattr(mod, "model"):
-        raise CaptureError(f"{path.name}: defines neither model(*inputs) nor a Flax Model")
+    fn = target if target is not None else getattr(mod, "model", None)
+    if fn is None:
+        raise CaptureError(f"{path.name}: defines neither model(*inputs) nor a Flax Model (or give --entry "
+                           "file:callable)")
     if hasattr(mod, "get_params"):
         abstract_params = jax.eval_shape(mod.get_params)
-        return Program(path.name, sha, mod.model, abstract_params, abstract_inputs, mod.get_params, inputs)
-    return Program(path.name, sha, lambda _p, *xs: mod.model(*xs), None, abstract_inputs, lambda: None, inputs)
+        return Program(path.name, sha, fn, abstract_params, abstract_inputs, mod.get_params, inputs)
+    return Program(path.name, sha, lambda _p, *xs: fn(*xs), None, abstract_inputs, lambda: None, inputs)
+
+
+def _spec_arrays(specs: list[tuple[str | None, str, list[int]]]) -> tuple:
+    """Seeded random arrays for ``--input`` specs: normal floats, 0/1 integers, random booleans."""
+    import jax.numpy as jnp
+
+    floats = {"fp32": jnp.float32, "fp16": jnp.float16, "bf16": jnp.bfloat16, "fp64": jnp.float64}
+    rng = np.random.default_rng(0)
+    out = []
+    for _, dt, shape in specs:
+        if dt in floats:
+            out.append(jnp.asarray(rng.standard_normal(shape), dtype=floats[dt]))
+        elif dt == "bool":
+            out.append(jnp.asarray(rng.random(shape) > 0.5))
+        else:
+            out.append(jnp.asarray(rng.integers(0, 2, shape), dtype=numpy_dtype(dt)))
+    return tuple(out)
 
 
 def _is_nnx(cls: Any) -> bool:
@@ -270,8 +306,12 @@ def capture_function(fn: Callable[..., Any], *inputs: Any, params: Any = None, n
 
 
 def capture_file(path: Path, *, validate: bool = True, strict: bool = False, seed: int = 0,
-                 validate_budget: int = DEFAULT_BUDGET, **_: Any) -> Graph:
-    """Capture the model file ``path`` into a validated Graph. Runs the user's code."""
-    prog = load_program(Path(path))
+                 validate_budget: int = DEFAULT_BUDGET, entry: str | None = None, inputs: list[str] | None = None,
+                 dtype: str | None = None, inputs_from: str | None = None, **_: Any) -> Graph:
+    """Capture the model file ``path`` into a validated Graph. Runs the user's code. ``entry`` and
+    ``inputs``: see :func:`load_program`; ``--dtype`` is a torch option and is refused here."""
+    if dtype:
+        raise InputSpecError("--dtype casts torch models; a JAX program sets its dtypes itself")
+    prog = load_program(Path(path), entry, inputs, inputs_from)
     return capture_program(prog, validate=validate, strict=strict, seed=seed,
                            validate_budget=validate_budget).graph

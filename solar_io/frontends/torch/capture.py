@@ -146,13 +146,16 @@ def _with_validation(g: Graph, v: Validation) -> Graph:
 
 def capture_file(path: Path, *, validate: bool = True, strict: bool = False, entry: str | None = None,
                  inputs: list[str] | None = None, dtype: str | None = None, seed: int = 0,
-                 validate_budget: int = DEFAULT_BUDGET, eval_mode: bool = False, **_: Any) -> Graph:
-    """Capture the model in ``path`` (benchmark convention, or ``entry``) into a validated Graph.
+                 validate_budget: int = DEFAULT_BUDGET, eval_mode: bool = False, inputs_from: str | None = None,
+                 **_: Any) -> Graph:
+    """Capture the model in ``path`` (benchmark convention, or ``entry``; ``inputs_from`` names the
+    callable giving the inputs instead of ``get_inputs``) into a validated Graph.
 
     ``eval_mode`` puts the model in eval mode (batch norm uses running statistics); by default
     it runs as the benchmark convention does. Runs the user's code. Raises CaptureError (one
     line) for anything the user can fix.
     """
-    source = load_source(Path(path), entry=entry, inputs=inputs, dtype=dtype, eval_mode=eval_mode)
+    source = load_source(Path(path), entry=entry, inputs=inputs, dtype=dtype, eval_mode=eval_mode,
+                         inputs_from=inputs_from)
     return capture_source(source, validate=validate, strict=strict, seed=seed,
                           validate_budget=validate_budget).graph

@@ -24,12 +24,12 @@ import torch
 from torch import nn
 
 from ..common.errors import CaptureError, InputSpecError
+from ..common.inputs import parse_input_spec as common_input_spec
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
                 "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8,
                 "bool": torch.bool, "float32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "int": torch.int64, "long": torch.int64}
-_SPEC = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)?([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
 
 
 ACCELERATORS = ("cuda", "xpu", "mps", "hip")
@@ -168,16 +168,7 @@ def _import_file(path: Path) -> Any:
 
 def parse_input_spec(spec: str) -> tuple[str | None, torch.dtype, list[int]]:
     """``"x=bf16[8,1024,4096]"`` -> (name, dtype, shape); InputSpecError when malformed."""
-    m = _SPEC.match(spec)
-    if not m:
-        raise InputSpecError(f"bad --input {spec!r}: expected NAME=DTYPE[D1,D2,...], e.g. x=bf16[8,1024,4096]")
-    name, dt, dims = m.groups()
-    if dt not in TORCH_DTYPES:
-        raise InputSpecError(f"bad --input {spec!r}: unknown dtype {dt!r}; use one of fp32, fp16, bf16, fp64, "
-                             "int64, int32, int8, uint8, bool")
-    shape = [int(d) for d in dims.replace(" ", "").split(",") if d]
-    if any(s <= 0 for s in shape):
-        raise InputSpecError(f"bad --input {spec!r}: dimensions must be positive")
+    name, dt, shape = common_input_spec(spec)
     return name, TORCH_DTYPES[dt], shape
 
 
@@ -199,7 +190,7 @@ def _spec_inputs(specs: list[str]) -> Callable[[], list[Any]]:
 
 
 def load_source(path: Path, *, entry: str | None = None, inputs: list[str] | None = None,
-                dtype: str | None = None, eval_mode: bool = False) -> Source:
+                dtype: str | None = None, eval_mode: bool = False, inputs_from: str | None = None) -> Source:
     """Load a model file (or ``--entry``) and return how to build its model and inputs."""
     path = Path(path)
     tdt = None
@@ -267,7 +258,9 @@ def load_source(path: Path, *, entry: str | None = None, inputs: list[str] | Non
     if inputs:
         make_inputs = _spec_inputs(inputs)
     else:
-        gi = getattr(mod, "get_inputs", None)
+        gi = getattr(mod, inputs_from or "get_inputs", None)
+        if inputs_from and not callable(gi):
+            raise CaptureError(f"{name}: --inputs-from names {inputs_from!r}, which is not a callable there")
         if gi is None:
             raise CaptureError(f"{name}: no get_inputs() defined (or give --input NAME=DTYPE[DIMS])")
         make_inputs = gi
