@@ -53,6 +53,8 @@ CASES = [
     ("expand_broadcast", lambda x: jnp.broadcast_to(x[:, None], (3, 2, 4, 5)) * 2, (X,)),
     ("slice_strided", lambda x: x[1:, ::2, 1:4], (X,)),
     ("concat_split", lambda x: jnp.concatenate(jnp.split(x, [1, 3], axis=1)[::-1], axis=1), (X,)),
+    ("stack", lambda x: jnp.stack([x, x * 2, -x], axis=1) + jnp.stack([x, x, x], axis=-1).transpose(0, 3, 1, 2),
+     (X,)),
     ("pad", lambda x: jnp.pad(x, ((1, 0), (0, 2), (1, 1)), constant_values=-1.0), (X,)),
     ("cast", lambda x: (x.astype(jnp.bfloat16) * 2, x.astype(jnp.float16).astype(jnp.float32)), (X,)),
     ("iota", lambda x: x + jnp.arange(5), (X,)),

@@ -101,7 +101,21 @@ def split(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
 def concatenate(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     if not all(isinstance(x, str) for x in ins):
         raise NoLowering("scalar operand")
-    d = eqn.params["dimension"]
+    return [_concat(ctx, ins, eqn.params["dimension"])]
+
+
+@rule("stack")
+def stack(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
+    """``stack[axis=d]``: each operand gains a size-1 dim ``d`` (a view), then they are concatenated."""
+    if not all(isinstance(x, str) for x in ins):
+        raise NoLowering("scalar operand")
+    d = eqn.params["axis"]
+    grown = [reshape(ctx, x, [*ctx.shape(x)[:d], 1, *ctx.shape(x)[d:]]) for x in ins]
+    return [_concat(ctx, grown, d)]
+
+
+def _concat(ctx: Lowerer, ins: list[str], d: int) -> str:
+    """The equation's output: ``ins`` concatenated along dim ``d``."""
     shape = ctx.out_shape()
     lead = next((x for x in ins if _bound(ctx, x)), ins[0])
     lr = ctx.ranks(lead)
@@ -111,7 +125,7 @@ def concatenate(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
         ctx.b.bind(x, [lr[i] if i != d else None for i in range(len(shape))])
     out = ctx.tensor(out_ranks, ctx.out_dtype())
     ctx.b.concat(out, ctx.op, list(ins), out, out_ranks[d], location=ctx.location)
-    return [out]
+    return out
 
 
 @rule("pad")
