@@ -410,3 +410,24 @@ def test_entry_inputs_from_and_input_specs(cli, tmp_path: Path) -> None:
                       (["--entry", "x:workload", "--dtype", "bf16", "--inputs-from", "create_inputs"], "--dtype")):
         res = cli("capture", str(src), *args)
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and msg in res.stderr, res.stderr
+
+
+def test_too_large_to_run_is_validated_at_reduced_sizes(tmp_path: Path) -> None:
+    """Over the budget, the same function is traced and validated on inputs with every size above 16
+    reduced; a program whose sizes are fixed inside it (a reshape to constants) cannot be."""
+    from solar_io.frontends.jax.capture import capture_program, load_program
+
+    src = tmp_path / "big.py"
+    src.write_text("import jax\nimport jax.numpy as jnp\n\n\ndef get_inputs():\n"
+                   "    return [jnp.ones((64, 96)), jnp.ones((96, 48))]\n\n\n"
+                   "def model(x, w):\n    return jax.nn.softmax(jnp.tanh(x @ w), axis=-1)\n")
+    cap = capture_program(load_program(src), validate_budget=1024)
+    v = cap.graph.validation
+    assert v.status == "passed" and v.method == "reference-executor at reduced sizes", v.reason
+    assert dict(v.reduced_ranks) and all(s <= 16 for _, s in v.reduced_ranks)
+    assert graph_metrics(cap.graph).flops_matrix == 2 * 64 * 96 * 48  # the graph keeps its own sizes
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(src.read_text().replace("return jax.nn.softmax(jnp.tanh(x @ w), axis=-1)",
+                                             "return (x @ w).reshape(32, 96)"))
+    v = capture_program(load_program(fixed), validate_budget=1024).graph.validation
+    assert v.status == "skipped" and "does not trace" in v.reason

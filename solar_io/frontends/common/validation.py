@@ -28,6 +28,19 @@ INT_MISMATCH = 1e-3
 CHUNK = 1 << 20
 
 
+#: Sizes above this are reduced when a capture is validated at reduced sizes.
+CAP = 16
+
+
+def reduced_size(size: int) -> int:
+    """``size`` if at most CAP, else its largest divisor up to CAP (CAP if that is below CAP // 4):
+    equal sizes stay equal and divisibility is kept where it can be (heads, groups)."""
+    if size <= CAP:
+        return size
+    best = max(d for d in range(1, CAP + 1) if size % d == 0)
+    return best if best >= CAP // 4 else CAP
+
+
 def tolerance(dtype: str) -> tuple[float, float]:
     """(rtol, atol) for outputs of ``dtype`` (exact for integers and booleans)."""
     if DTYPES[dtype].family in ("int", "uint", "bool"):

@@ -31,24 +31,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...graph import Validation
-from ..common.validation import skipped
+from ..common.validation import CAP as CAP  # re-exported: the size above which sizes are reduced
+from ..common.validation import reduced_size, skipped
 
 if TYPE_CHECKING:
     from .capture import Capture
 
-#: Sizes above this are reduced.
-CAP = 16
 #: A call checked at its own sizes may have at most this many elements in its tensor arguments
 #: (a bound on the time of running it: memory alone would admit a vocabulary-sized matmul).
 FULL_ELEMENTS = 1 << 25
-
-
-def reduced_size(size: int) -> int:
-    """``size`` if at most CAP, else its largest divisor up to CAP (CAP if that is below CAP // 4)."""
-    if size <= CAP:
-        return size
-    best = max(d for d in range(1, CAP + 1) if size % d == 0)
-    return best if best >= CAP // 4 else CAP
 
 
 def _map_ints(v: Any) -> Any:
