@@ -3,6 +3,7 @@ per model: capture exit status and seconds, node count, opaque ops, validation s
 FLOPs against ``torch.utils.flop_counter.FlopCounterMode`` on meta tensors; then the failures.
 
     .venv/bin/python benchmarks/capture_corpus.py FOLDER [--filter TEXT] [--bound HW] [--timeout S]
+        [--entry-callable workload --inputs-from create_inputs]   # another convention (JAXBench)
 
 Each capture runs in its own process (``solar-io capture``), as a user would run it; ``--bound``
 also runs ``solar-io bound`` on each graph. FlopCounterMode counts matrix work only (mm, bmm, conv,
@@ -49,13 +50,13 @@ def _last_json(text: str) -> object:
     return json.loads(text.strip().splitlines()[-1])
 
 
-def triage(path: Path, out: Path, hw: str | None, timeout: int) -> dict:
-    """One model's row (see the module docstring)."""
+def triage(path: Path, out: Path, hw: str | None, timeout: int, extra: list[str] = ()) -> dict:
+    """One model's row (see the module docstring); ``extra``: more ``solar-io capture`` arguments."""
     row: dict = {"file": path.name}
     graph = out / (path.stem + ".yaml")
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(path), "-o", str(graph)],
+        r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(path), "-o", str(graph), *extra],
                            capture_output=True, text=True, timeout=timeout)
         row["rc"], row["error"] = r.returncode, (r.stderr.strip().splitlines() or [""])[-1] if r.returncode else ""
     except subprocess.TimeoutExpired:
@@ -87,6 +88,8 @@ def main() -> None:
     ap.add_argument("--filter", default="", help="only files whose name contains this")
     ap.add_argument("--bound", default=None, metavar="HW", help="also run solar-io bound --hw HW")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per capture")
+    ap.add_argument("--entry-callable", default=None, help="capture FILE:NAME (solar-io capture --entry)")
+    ap.add_argument("--inputs-from", default=None, help="solar-io capture --inputs-from NAME")
     args = ap.parse_args()
     out = args.folder / "_graphs"
     out.mkdir(exist_ok=True)
@@ -95,7 +98,9 @@ def main() -> None:
     for path in sorted(args.folder.glob("*.py")):
         if args.filter not in path.name:
             continue
-        row = triage(path, out, args.bound, args.timeout)
+        extra = (["--entry", f"{path}:{args.entry_callable}"] if args.entry_callable else []) + \
+            (["--inputs-from", args.inputs_from] if args.inputs_from else [])
+        row = triage(path, out, args.bound, args.timeout, extra)
         rows.append(row)
         flops = ("agree" if row.get("flops_agree") else
                  f"{row.get('flops_matrix', 0):.4g} vs {row['flop_counter']:.4g}" if "flops_agree" in row else "-")
