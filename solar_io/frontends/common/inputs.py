@@ -30,8 +30,9 @@ def parse_input_spec(spec: str) -> tuple[str | None, str, list[int]]:
 
 
 def split_entry(entry: str) -> tuple[str, str]:
-    """``"model.py:workload"`` -> ("model.py", "workload"); InputSpecError when there is no callable."""
+    """``"model.py:workload"`` -> ("model.py", "workload") (``":workload"``: the source file itself);
+    InputSpecError when there is no callable."""
     where, sep, name = entry.rpartition(":")
-    if not sep or not where or not name.isidentifier():
+    if not sep or not name.isidentifier():
         raise InputSpecError(f"bad --entry {entry!r}: expected module_or_file:callable")
     return where, name

@@ -15,7 +15,7 @@ import hashlib
 import importlib.util
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,20 +127,20 @@ def load_program(path: Path, entry: str | None = None, inputs: list[str] | None 
 
 
 def _spec_arrays(specs: list[tuple[str | None, str, list[int]]]) -> tuple:
-    """Seeded random arrays for ``--input`` specs: normal floats, 0/1 integers, random booleans."""
-    import jax.numpy as jnp
-
-    floats = {"fp32": jnp.float32, "fp16": jnp.float16, "bf16": jnp.bfloat16, "fp64": jnp.float64}
+    """Seeded random arrays for ``--input`` specs (:func:`_random_array`, integers 0 or 1)."""
     rng = np.random.default_rng(0)
-    out = []
-    for _, dt, shape in specs:
-        if dt in floats:
-            out.append(jnp.asarray(rng.standard_normal(shape), dtype=floats[dt]))
-        elif dt == "bool":
-            out.append(jnp.asarray(rng.random(shape) > 0.5))
-        else:
-            out.append(jnp.asarray(rng.integers(0, 2, shape), dtype=numpy_dtype(dt)))
-    return tuple(out)
+    return tuple(_random_array(shape, jax.numpy.bfloat16 if dt == "bf16" else numpy_dtype(dt), rng, 2)
+                 for _, dt, shape in specs)
+
+
+def _random_array(shape: Any, dtype: Any, rng: np.random.Generator, top: int) -> Any:
+    """A random array: standard normal floats, random booleans, integers in ``[0, top)``."""
+    kind = "f" if dtype == jax.numpy.bfloat16 else np.dtype(dtype).kind
+    if kind == "f":
+        return jax.numpy.asarray(rng.standard_normal(shape), dtype=dtype)
+    if kind == "b":
+        return jax.numpy.asarray(rng.random(shape) > 0.5)
+    return jax.numpy.asarray(rng.integers(0, top, shape), dtype=dtype)
 
 
 def _is_nnx(cls: Any) -> bool:
@@ -292,8 +292,6 @@ def _validate_reduced(cap: Capture, seed: int, why: str) -> Validation:
     the same nodes (the lowering depends on sizes only through the shapes it reads). A program with
     parameters (their sizes are its own, not its inputs'), one that does not trace at reduced sizes,
     or one that lowers differently there stays unvalidated (skipped, with the reason)."""
-    from dataclasses import replace
-
     prog = cap.program
     if jax.tree_util.tree_leaves(prog.abstract_params):
         return skipped(f"{why}; a program with parameters is not validated at reduced sizes")
@@ -304,16 +302,7 @@ def _validate_reduced(cap: Capture, seed: int, why: str) -> Validation:
 
     def make() -> tuple:
         rng = np.random.default_rng(seed)
-
-        def one(a: Any) -> Any:
-            dt = np.dtype(a.dtype)
-            if dt.kind == "f" or a.dtype == jax.numpy.bfloat16:
-                return jax.numpy.asarray(rng.standard_normal(a.shape), dtype=a.dtype)
-            if dt.kind == "b":
-                return jax.numpy.asarray(rng.random(a.shape) > 0.5)
-            return jax.numpy.asarray(rng.integers(0, top, a.shape), dtype=a.dtype)
-
-        return tuple(jax.tree_util.tree_map(one, small))
+        return tuple(jax.tree_util.tree_map(lambda a: _random_array(a.shape, a.dtype, rng, top), small))
 
     try:
         small_cap = capture_program(replace(prog, abstract_inputs=tuple(small), make_inputs=make), seed=seed,

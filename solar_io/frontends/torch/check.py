@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -173,8 +174,6 @@ def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | N
     into large output differences. Rerun both in float64, the model through ``.double()`` and the
     graph with its fp32 tensors read as fp64, with the same tolerances: a wrong lowering still
     differs, rounding no longer does. Only models whose floating tensors are all fp32 qualify."""
-    from dataclasses import replace
-
     g = cap.graph
     floats = {t.dtype for t in g.tensors if t.dtype.startswith(("fp", "bf"))}
     if floats != {"fp32"} or cap.lowered.opaque:
@@ -208,7 +207,7 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
     consts = getattr(cap.program, "constants", {}) or {}
-    cpu: dict = {}
+    cpu: dict | None = None  # constants of an export on the CPU, made when first needed
     arrays: dict[str, np.ndarray] = {}
     produced = {a.tensor for n in cap.graph.nodes for a in n.outputs}
     for t in cap.graph.tensors:
@@ -227,27 +226,26 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
             arrays[t.name] = to_numpy(consts[target])
         elif isinstance(_attr(model, target), torch.Tensor):  # a plain tensor attribute of the module
             arrays[t.name] = to_numpy(_attr(model, target))
-        elif target in consts and isinstance(_cpu_constants(cap, model, inputs, cpu).get(target), torch.Tensor):
-            arrays[t.name] = to_numpy(cpu[target])
         else:
-            return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
+            if cpu is None and target in consts:
+                cpu = _cpu_constants(model, inputs)
+            if not isinstance((cpu or {}).get(target), torch.Tensor):
+                return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
+            arrays[t.name] = to_numpy(cpu[target])
     return arrays
 
 
-def _cpu_constants(cap: Capture, model: torch.nn.Module, inputs: list[Any], found: dict) -> dict:
+def _cpu_constants(model: torch.nn.Module, inputs: list[Any]) -> dict:
     """The constants forward creates (``torch.tensor(0.5, device=x.device)``, lifted by the export on
-    meta without a value), from an export of the CPU model on the CPU inputs; computed once into
-    ``found``, empty when that export fails."""
-    if not found:
-        found[None] = None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ep = torch.export.export(model, tuple(inputs), strict=False)
-            found.update({k: v for k, v in (ep.constants or {}).items() if isinstance(v, torch.Tensor)})
-        except Exception:
-            pass
-    return found
+    meta without a value), from an export of the CPU model on the CPU inputs; empty when that export
+    fails."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, tuple(inputs), strict=False)
+    except Exception:
+        return {}
+    return dict(ep.constants or {})
 
 
 def _snapshot(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[str, np.ndarray] | None:

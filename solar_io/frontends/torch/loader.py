@@ -25,13 +25,12 @@ from torch import nn
 
 from ..common.errors import CaptureError, InputSpecError
 from ..common.inputs import parse_input_spec as common_input_spec
+from ..common.inputs import split_entry
 
+#: File dtype -> torch dtype (``--input`` spellings are mapped to file dtypes by the shared parser).
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
                 "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8,
-                "bool": torch.bool, "float32": torch.float32, "float16": torch.float16,
-                "bfloat16": torch.bfloat16, "int": torch.int64, "long": torch.int64}
-
-
+                "bool": torch.bool}
 ACCELERATORS = ("cuda", "xpu", "mps", "hip")
 
 
@@ -54,14 +53,16 @@ class OnDevice(torch.overrides.TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = dict(kwargs or {})
-        if func is torch.Tensor.cuda or getattr(func, "__name__", "") in ("xpu", "mps") and args and \
-                isinstance(args[0], torch.Tensor):
+        if func in _MOVES:  # tensor.cuda(), tensor.xpu(), tensor.mps()
             return args[0].to(self.device)
         if "device" in kwargs:
             kwargs["device"] = self._swap(kwargs["device"])
         if func is torch.Tensor.to:
             args = tuple(self._swap(a) for a in args)
         return func(*args, **kwargs)
+
+
+_MOVES = tuple(m for m in (getattr(torch.Tensor, a, None) for a in ("cuda", "xpu", "mps")) if m is not None)
 
 
 class _FnModule(nn.Module):
@@ -201,9 +202,7 @@ def load_source(path: Path, *, entry: str | None = None, inputs: list[str] | Non
     for spec in inputs or []:
         parse_input_spec(spec)
     if entry:
-        if ":" not in entry:
-            raise InputSpecError(f"bad --entry {entry!r}: expected module_or_file:callable")
-        where, attr = entry.rsplit(":", 1)
+        where, attr = split_entry(entry)
         if where.endswith(".py") or Path(where).is_file():
             mod = _import_file(Path(where))
             path = Path(where)

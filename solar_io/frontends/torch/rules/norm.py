@@ -117,18 +117,18 @@ def batch_norm(ctx: LowerCtx, a: Args) -> T | tuple:
 
 
 def _batch_norm_extras(ctx: LowerCtx, a: Args, m: T, var: T | None, rstd: T, training: bool) -> list[T | None]:
-    """The results after ``out`` of a tuple-returning batch norm, shaped as the op returns them:
-    the saved mean and rstd (per channel in training; outside it None, as eager returns them
-    empty), then, for the
-    functional op, the updated running mean and variance: ``(1 - momentum) * running + momentum *
-    batch statistic``, the variance unbiased (times n / (n - 1)). An empty result (``reserve``) is None."""
+    """The results after ``out`` of a tuple-returning batch norm, shaped as the op returns them: the
+    saved mean and rstd (per channel in training; outside it None, as eager returns them empty),
+    then, for the functional op, the updated running mean and variance: ``(1 - momentum) * running
+    + momentum * batch statistic``, the variance unbiased (times n / (n - 1)). An empty result
+    (``reserve``) is None."""
     vals = ctx.node.meta["val"]
     c = ctx.shape(a.input)[1]
-    per_channel = {1: m, 2: rstd} if training else {}  # eager CPU returns them empty outside training
+    per_channel = {1: m, 2: rstd} if training else {}
     if training and var is not None and a.running_mean is not None and len(vals) >= 5:
         n = ctx.b.numel(a.input.name) // c
         mom = float(a.momentum)
-        for i, (run, stat, scale) in ((3, (a.running_mean, m, 1.0)), (4, (a.running_var, var, n / max(n - 1, 1)))):
+        for i, run, stat, scale in ((3, a.running_mean, m, 1.0), (4, a.running_var, var, n / max(n - 1, 1))):
             ctx.b.bind(run.name, [ctx.ranks(a.input)[1]])
             flat = ctx.reshape(stat, [c], suffix="stat")
             part = ctx.ew("mul", flat, mom * scale, suffix="momentum")
