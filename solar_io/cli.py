@@ -136,7 +136,12 @@ def _si(x: float, unit: str) -> str:
 
 @app.command()
 def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
-    """Summarise a graph: tensors, nodes by kind, dtypes, total MACs, FLOPs and bytes."""
+    """Summarise a graph: tensors, nodes by kind, dtypes, total MACs, FLOPs and bytes.
+
+    MACs, FLOPs and the fused boundary bytes are the numbers ``bound`` prices (one derivation,
+    ``solar_io.graph_metrics``); the byte sum over nodes ignores kernels and on-chip residency,
+    so it is not the unfused bound's DRAM bytes (``bound --no-residency`` gives those per kernel).
+    """
     g = load(file)
     m = graph_metrics(g)
     roles = Counter(t.role for t in g.tensors)
@@ -150,7 +155,9 @@ def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
         f"MACs:         {m.macs} ({_si(m.macs, 'MAC')})",
         f"FLOPs:        {m.flops:.0f} ({_si(m.flops_matrix, 'FLOP')} matrix, {_si(m.flops_vector, 'FLOP')} vector)",
         f"transcend.:   {m.transcendental:.0f}",
-        f"bytes:        {m.bytes:.0f} ({_si(m.bytes, 'B')} unfused, {_si(m.boundary_bytes, 'B')} at the boundary)",
+        f"bytes:        {m.bytes:.0f} ({_si(m.bytes, 'B')} summed over nodes, each tensor once per node)",
+        f"boundary:     {m.boundary_bytes:.0f} ({_si(m.boundary_bytes, 'B')} a fused kernel moves: "
+        "bound's fused DRAM bytes)",
         f"validation:   {g.validation.status} ({g.validation.method})",
     ]
     if m.opaque:

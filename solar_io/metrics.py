@@ -163,21 +163,13 @@ def node_metrics(g: Graph, node: Node) -> NodeMetrics:
 def graph_metrics(g: Graph) -> GraphMetrics:
     """Metrics of every node and the graph totals.
 
-    ``boundary_bytes`` is what a fully fused kernel must still move: each output once, and
-    each input, weight and stored constant once as far as the graph reads it (the largest
-    single read of it, a lower bound on the union of its reads).
+    ``boundary_bytes`` is what a fully fused kernel must still move (:func:`solar_io.views.boundary_bytes`,
+    views included): every command that prints or prices the boundary reads it from here.
     """
+    from .views import boundary_bytes  # views builds on this module's tensor_bytes
+
     with gc_paused():
         nodes = tuple(node_metrics(g, n) for n in g.nodes)
-    tmap = g.tensor_map
-    source: dict[str, float] = {}
-    for m in nodes:
-        for t, b in m.bytes_read.items():
-            if tmap[t].role in BOUNDARY_ROLES and tmap[t].role != "output":
-                source[t] = max(source.get(t, 0.0), b)
-    # Outputs as their node writes them: an output that is a view of an input moves no bytes.
-    written = sum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
-    boundary = sum(source.values()) + written
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),
@@ -185,6 +177,6 @@ def graph_metrics(g: Graph) -> GraphMetrics:
         flops_vector=sum(m.flops_vector for m in nodes),
         transcendental=sum(m.transcendental for m in nodes),
         bytes=sum(m.bytes for m in nodes),
-        boundary_bytes=boundary,
+        boundary_bytes=boundary_bytes(g, nodes),
         opaque=tuple(m.name for m in nodes if not m.compute_known),
     )

@@ -1,0 +1,165 @@
+"""Views and the graph boundary: what a fully fused kernel must move, views included.
+
+A view node (``data_movement`` with ``view: true``) aliases memory and moves no bytes. Two things
+follow at the graph boundary, both counted by :func:`boundary_bytes`, the one derivation of the
+boundary bytes that ``solar-io info``, ``bound``, reports, sweeps and diffs all read (through
+``GraphMetrics.boundary_bytes``):
+
+- An output that is a view of an intermediate is written by nobody, yet the program returns it,
+  so the part of the viewed tensor that the output exposes must be written to DRAM by the node
+  that computes it.
+- An input, weight or constant read only through a view (a reshape of the input, a permute of a
+  weight) is still read from DRAM.
+
+How much, without ever overcounting: follow the chain of single-input views from the tensor back
+to its *root* (the tensor the chain starts from), carrying a lower bound E on the number of
+distinct elements exposed, ``numel(output)`` at the start. A view link whose output has ``p``
+elements, each one element of its input (or none, outside it), and whose read touches ``c``
+distinct input elements (:func:`solar_io.footprint.access_elements`, exact or a lower bound) maps
+any E distinct output elements to at least ``E - (p - c)`` distinct input elements: each input
+element with a fiber of k outputs loses at most k - 1, and these losses sum to ``p - c``. An
+injective link (reshape, permute, slice, select) loses nothing; a broadcast of h to R copies,
+exposing all of h, keeps exactly ``numel(h)``; a link whose iteration space is not its output's
+ranks is charged nothing. Several views of one root are charged their largest exposure (a lower
+bound on the union); the bytes are the root's (width and density).
+
+Only roots that a node of the graph computes and that are not graph outputs themselves (those
+are counted as their node writes them) are charged for outputs; a view of an input, weight or
+constant needs no write. A read of E distinct elements of a view reads at least as many elements
+of the root as the same chain walk gives, so the root's boundary read is at least that, and at
+most all of it (a view may declare another density than its root); several reads of one root are
+charged the largest (a lower bound on their union).
+
+(``solar_io.backends.roofline.aliases`` re-exports this module for the backends.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from math import prod
+
+from .footprint import access_elements
+from .graph import Graph, Node
+from .metrics import BOUNDARY_ROLES, NodeMetrics, tensor_bytes
+
+
+class ViewChains:
+    """The single-input view chains of a graph: alias roots and the chain walk (module docstring)."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        self.root: dict[str, str] = {t.name: t.name for t in g.tensors}
+        self.viewed_by: dict[str, Node] = {}  # view output tensor -> the view node writing it
+        self.computed: set[str] = set()       # tensors a non-view node writes
+        for n in g.nodes:
+            if n.kind == "data_movement" and n.view:
+                if len(n.inputs) == 1:
+                    for a in n.outputs:
+                        self.viewed_by[a.tensor] = n
+                        self.root[a.tensor] = self.root[n.inputs[0].tensor]
+            else:
+                self.computed.update(o.tensor for o in n.outputs)
+        self._lost: dict[str, float] = {}
+        self._faithful: dict[str, bool] = {}
+
+    def root_elements(self, tensor: str, elements: float) -> float:
+        """A lower bound on the distinct elements of ``tensor``'s root that ``elements`` distinct
+        elements of ``tensor`` are."""
+        root, cur, e = self.root[tensor], tensor, elements
+        while cur != root and e > 0:
+            n = self.viewed_by[cur]
+            if cur not in self._lost:
+                self._lost[cur] = _lost(self.g, n, cur)
+            e -= self._lost[cur]
+            cur = n.inputs[0].tensor
+        return max(e, 0.0)
+
+    def root_bytes(self, tensor: str, nbytes: float) -> float:
+        """``nbytes`` of ``tensor`` (read or exposed) as a lower bound on bytes of its root."""
+        tmap = self.g.tensor_map
+        r = self.root[tensor]
+        if r == tensor:
+            return nbytes
+        width = tensor_bytes(self.g, tmap[tensor], 1.0)
+        if width <= 0 or nbytes <= 0:
+            return 0.0
+        return min(tensor_bytes(self.g, tmap[r], self.root_elements(tensor, nbytes / width)),
+                   tensor_bytes(self.g, tmap[r]))
+
+    def faithful(self, tensor: str) -> bool:
+        """True when ``tensor`` is its root, or a view whose every element is a distinct element of
+        the root stored at the same width and density (its bytes are the root's bytes)."""
+        r = self.root[tensor]
+        if r == tensor:
+            return True
+        if tensor not in self._faithful:
+            tmap, sizes = self.g.tensor_map, self.g.rank_sizes
+            numel = float(prod(sizes[x] for x in tmap[tensor].ranks))
+            self._faithful[tensor] = tensor_bytes(self.g, tmap[tensor], 1.0) == tensor_bytes(self.g, tmap[r], 1.0) \
+                and self.root_elements(tensor, numel) == numel
+        return self._faithful[tensor]
+
+    def exposed(self) -> dict[str, float]:
+        """Root -> the bytes of it that graph outputs viewing it certainly expose; only roots
+        computed by a non-view node and not themselves graph outputs appear."""
+        tmap = self.g.tensor_map
+        out: dict[str, float] = {}
+        for t in self.g.tensors:
+            r = self.root[t.name]
+            if t.role != "output" or r == t.name or r not in self.computed or tmap[r].role == "output":
+                continue
+            b = self.root_bytes(t.name, tensor_bytes(self.g, t))
+            if b > 0:
+                out[r] = max(out.get(r, 0.0), b)
+        return out
+
+
+def view_roots(g: Graph) -> dict[str, str]:
+    """Tensor -> its alias root: the tensor a chain of single-input view nodes starts from."""
+    return ViewChains(g).root
+
+
+def exposed_bytes(g: Graph) -> dict[str, float]:
+    """:meth:`ViewChains.exposed` of ``g``."""
+    return ViewChains(g).exposed()
+
+
+def boundary_bytes(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | None = None) -> float:
+    """The bytes a fully fused kernel of ``g`` must move (``nodes``: its per-node metrics): each
+    output once as its node writes it, the part of a computed tensor that outputs viewing it expose,
+    and each input, weight and stored constant once as far as the graph reads it, directly or
+    through views (the largest single read of its root, a lower bound on the union of its reads)."""
+    tmap = g.tensor_map
+    has_views = any(n.kind == "data_movement" and n.view for n in g.nodes)
+    if has_views and chains is None:
+        chains = ViewChains(g)
+    source: dict[str, float] = {}
+    for m in nodes:
+        for t, b in m.bytes_read.items():
+            r = chains.root[t] if chains is not None else t
+            if tmap[r].role not in BOUNDARY_ROLES or tmap[r].role == "output":
+                continue
+            if r != t:
+                b = chains.root_bytes(t, b)  # type: ignore[union-attr]
+            source[r] = max(source.get(r, 0.0), b)
+    # Outputs as their node writes them: an output that is a view moves no bytes itself.
+    written = math.fsum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
+    exposed = math.fsum(chains.exposed().values()) if chains is not None else 0.0
+    return math.fsum(source.values()) + written + exposed
+
+
+def _lost(g: Graph, n: Node, tensor: str) -> float:
+    """``p - c`` of view ``n`` producing ``tensor``: its output elements minus the distinct input
+    elements its read touches (at least that many outputs share an input element or read none);
+    every element when its iteration space is not the output's ranks."""
+    tmap, sizes = g.tensor_map, g.rank_sizes
+    a = n.inputs[0]
+    p = float(prod(sizes[r] for r in tmap[tensor].ranks))
+    if a.index is not None and sorted(n.space or tmap[tensor].ranks) != sorted(tmap[tensor].ranks):
+        return p
+    count, _ = access_elements(a, tmap[a.tensor].ranks, sizes)  # exact, or a lower bound
+    return max(0.0, p - count)
+
+
+__all__ = ["ViewChains", "boundary_bytes", "exposed_bytes", "view_roots"]
