@@ -18,6 +18,7 @@ import typer
 from ..errors import SolarIOError
 from ..files import dump, dumps
 from ..graph import Graph
+from ..sizes import SIZE_RULES, parse_size_int
 from .common.errors import CaptureError, InputSpecError, ValidationFailed
 
 FRONTENDS = ("torch", "loopir", "jax", "agent")
@@ -52,14 +53,6 @@ def frontend_module(name: str):  # noqa: ANN201
     if not hasattr(mod, "capture_file"):
         raise CaptureError(f"frontend {name} is not available yet")
     return mod
-
-
-def _parse_size(text: str) -> int:
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(i?B)?\s*", text, re.I)
-    if not m:
-        raise CaptureError(f"bad --validate-budget {text!r}: expected e.g. 2GiB, 512MiB")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
-    return int(float(m.group(1)) * scale)
 
 
 _LOOPIR_ONLY = {"jit": "--no-jit", "sizes": "--sizes", "validate_sizes": "--validate-sizes"}
@@ -108,7 +101,7 @@ def capture_command(
                                      "source program."),
     validate_budget: str = typer.Option("2GiB", "--validate-budget", help="Run the whole graph only if "
                                         "inputs, weights and activations fit in this much memory (over it, torch "
-                                        "captures are validated per node at reduced sizes)."),
+                                        f"captures are validated per node at reduced sizes); {SIZE_RULES}."),
     allow_invalid: bool = typer.Option(False, "--allow-invalid", help="Write the graph even if validation "
                                        "fails."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights and inputs used to validate."),
@@ -131,7 +124,7 @@ def capture_command(
                                         "ANTHROPIC_API_KEY); ops it cannot translate stay opaque."),
 ) -> None:
     """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
-    budget = _parse_size(validate_budget)
+    budget = parse_size_int(validate_budget, "--validate-budget")
     if inputs_from and inputs:
         raise InputSpecError("give --input specs or --inputs-from, not both")
     options = dict(validate=not no_validate, strict=strict, entry=entry, inputs=list(inputs) or None,

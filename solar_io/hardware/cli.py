@@ -14,6 +14,7 @@ from rich.table import Table
 
 from solar_io.hardware.catalog import UnknownHardwareError, list_specs, load_spec
 from solar_io.hardware.spec import DTYPES, HardwareSpec, HardwareSpecError, dump_spec_yaml
+from solar_io.sizes import SIZE_RULES, SizeError, parse_size_int
 
 __all__ = ["app", "format_si"]
 
@@ -132,7 +133,10 @@ def probe_cmd(
     fast: bool = typer.Option(False, "--fast", help="Small GEMMs and two runs each: a few seconds."),
     gemm_sizes: str | None = typer.Option(None, help="Comma-separated square GEMM sizes, e.g. 512,1024."),
     runs: int | None = typer.Option(None, min=1, help="Timed runs per measurement (best is kept)."),
-    buffer_mib: int | None = typer.Option(None, min=1, help="Bandwidth array size in MiB (default 8x LLC)."),
+    buffer: str | None = typer.Option(None, "--buffer", help="Bandwidth array size (256MiB; default 8x the "
+                                                             f"last-level cache); {SIZE_RULES}."),
+    buffer_mib: int | None = typer.Option(None, "--buffer-mib", min=1, hidden=True,
+                                          help="Old spelling of --buffer N MiB."),
     threads: int | None = typer.Option(None, min=1, help="Bandwidth threads (default: CPUs available)."),
     clock_ghz: float | None = typer.Option(None, min=0.1, help="CPU clock when the system does not say."),
 ) -> None:
@@ -149,7 +153,14 @@ def probe_cmd(
             raise _fail(f"--gemm-sizes must be comma-separated integers, got {gemm_sizes!r}") from None
     if runs is not None:
         overrides["gemm_runs"] = overrides["bandwidth_runs"] = runs
-    if buffer_mib is not None:
+    if buffer is not None and buffer_mib is not None:
+        raise _fail("give --buffer or --buffer-mib, not both")
+    if buffer is not None:
+        try:
+            overrides["buffer_bytes"] = parse_size_int(buffer, "--buffer")
+        except SizeError as exc:
+            raise _fail(str(exc)) from None
+    elif buffer_mib is not None:
         overrides["buffer_bytes"] = buffer_mib << 20
     if threads is not None:
         overrides["threads"] = threads

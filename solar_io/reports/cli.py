@@ -15,9 +15,10 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..backends.roofline.units import format_time, parse_bytes
+from ..backends.roofline.units import format_time
 from ..errors import SolarIOError
 from ..measure.cli import parse_min_time, resolve_specs
+from ..sizes import SIZE_RULES, parse_size_int
 from ..yamltext import write_atomic
 from .corpus import CaseOptions, CaseResult, model_files, run_cases
 from .plot import Point, roofline_plot
@@ -25,8 +26,7 @@ from .tables import folder_summary, to_csv, to_markdown, to_records
 
 
 def _budget(text: str | None) -> int | None:
-    b = parse_bytes(text, "--budget")
-    return None if b is None else int(b)
+    return None if text is None else parse_size_int(text, "--budget")
 
 
 def _files(dirs: list[Path]) -> list[Path]:
@@ -83,7 +83,7 @@ def check_bounds_command(
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda (CUDA events, the GPU's L2 flushed)."),
     compile_: bool = typer.Option(False, "--compile", help="PyTorch: time torch.compile(model) instead of eager."),
     budget: str | None = typer.Option(None, "--budget", help="Skip models needing more memory (default: half the "
-                                                             "available memory)."),
+                                                             f"available memory); {SIZE_RULES}."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Worker processes for capture and bound (timing is serial)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write every case as YAML (or .json) here."),
     tolerance: float = typer.Option(0.0, "--tolerance", min=0.0, max=0.5,

@@ -115,8 +115,7 @@ def prepare_case(path: Path, spec: HardwareSpec, options: CaseOptions = CaseOpti
         need = run_bytes(g)
         budget = options.budget if options.budget is not None else available_bytes() // 2
         if need > budget:
-            res.status, res.reason = "skipped", (f"needs {need / 2**30:.2f} GiB to run, budget "
-                                                  f"{budget / 2**30:.2f} GiB")
+            res.status, res.reason = "skipped", f"needs {need} B to run, over the budget of {budget} B"
             return res
         t0 = time.perf_counter()
         report = bound(g, spec, cache_aware=options.cache_aware)

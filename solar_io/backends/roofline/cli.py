@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from solar_io.sizes import SIZE_RULES
 from solar_io.yamltext import write_atomic
 
 from .bounds import bound_many, resolve_graph
@@ -47,7 +48,8 @@ def bound_command(
     cache_bound: str = typer.Option("ilp", "--cache-bound", help="Cache-aware Q(S): ilp (tiling ILP optimum, "
                                                                  "default) or floor (provable floor)."),
     capacity: str | None = typer.Option(None, "--capacity", help="On-chip bytes for --cache-aware (50MiB); "
-                                                                 "default: the spec's on-chip levels summed."),
+                                                                 "default: the spec's on-chip levels summed; "
+                                                                 f"{SIZE_RULES}."),
     residency: bool = typer.Option(True, "--residency/--no-residency",
                                    help="On-chip memory keeps data between kernels (default): unfused and "
                                         "cache-aware DRAM bytes drop what it may hold. --no-residency: every "

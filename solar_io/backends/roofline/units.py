@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from solar_io.sizes import parse_size
+
 from .model import BoundError
 
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+\.)"
@@ -64,19 +66,8 @@ def format_ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}x"
 
 
-_BYTES = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGT]i?B|B)?\s*\Z")
-_SCALE = {None: 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20,
-          "GiB": 1 << 30, "TiB": 1 << 40}
-
-
 def parse_bytes(text: float | str | None, what: str = "--capacity") -> float | None:
-    """``'50MiB'``, ``'40MB'``, ``'1e6'`` or a number -> bytes (None stays None); ``what`` names
-    the option in the error."""
-    if text is None or isinstance(text, int | float):
-        if text is not None and not (text > 0 and math.isfinite(text)):
-            raise BoundError(f"{what}: must be a positive number of bytes, got {text!r}")
-        return None if text is None else float(text)
-    m = _BYTES.match(text)
-    if not m or float(m.group(1)) <= 0:
-        raise BoundError(f"{what}: expected bytes such as 50MiB, 40MB or 1e6, got {text!r}")
-    return float(m.group(1)) * _SCALE[m.group(2)]
+    """``'50MiB'``, ``'40MB'``, ``'1e6'`` or a number -> bytes (None stays None): the one size parser,
+    :func:`solar_io.sizes.parse_size` (kB/KB, MB, ... powers of 1000; KiB, MiB, ... powers of 1024);
+    ``what`` names the option in the error."""
+    return None if text is None else parse_size(text, what)

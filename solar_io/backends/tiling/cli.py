@@ -16,6 +16,7 @@ import typer
 from solar_io.backends.roofline.bounds import resolve_graph, resolve_hardware
 from solar_io.backends.roofline.model import BoundError
 from solar_io.backends.roofline.units import format_si
+from solar_io.sizes import SIZE_RULES
 
 from .curve import capacities, curve, plot
 from .einsum import einsum_of
@@ -30,7 +31,7 @@ def tiling_command(
     node: str = typer.Option(..., "--node", help="The einsum node to tile."),
     hw: str | None = typer.Option(None, "--hw", help="Chip name, alias or spec path (its on-chip capacity)."),
     capacity: str | None = typer.Option(None, "--capacity", help="On-chip bytes (50MiB, 4e6); default: the "
-                                                                 "spec's on-chip levels summed."),
+                                                                 f"spec's on-chip levels summed; {SIZE_RULES}."),
     points: int = typer.Option(16, "--points", min=2, max=64, help="Capacities on the Q(S) curve."),
     plot_path: Path | None = typer.Option(None, "--plot", help="Write the Q(S) curve as an image (needs "
                                                                "matplotlib, the 'plot' extra)."),
