@@ -307,16 +307,19 @@ def test_fp6_falls_back_to_fp8_peak_with_a_note():
     assert b.nodes[0].loads[0].resource == "matrix/fp6"
 
 
-def test_fp32_matmul_never_uses_tf32_unless_allowed():
+def test_fp32_matmul_uses_tf32_unless_strict():
     n = 1024
     g = matmul_graph(n, n, n, "fp32", "fp32", "fp32")
-    r = bound(g, H100)  # no fp32 matrix peak on H100: the fp32 vector (CUDA core) peak
+    r = bound(g, H100, strict_fp32=True)  # no fp32 matrix peak on H100: the fp32 vector (CUDA core) peak
     assert r.nodes[0].loads[0].resource == "vector/fp32" and close(r.nodes[0].vector_time, 2 * n**3 / V_FP32)
-    t = bound(g, H100, allow_tf32=True)
-    assert t.nodes[0].loads[0].resource == "matrix/tf32"
-    assert close(t.nodes[0].matrix_time, 2 * n**3 / H100.peak("matrix", "tf32"))
+    assert r.options.strict_fp32 and r.nodes[0].precision is None
+    for t in (bound(g, H100), bound(g, H100, allow_tf32=True)):  # the default policy; the old flag still works
+        assert t.nodes[0].loads[0].resource == "matrix/tf32" and t.nodes[0].precision == "fp32->tf32"
+        assert close(t.nodes[0].matrix_time, 2 * n**3 / H100.peak("matrix", "tf32"))
     mi = load_spec("mi300x")  # lists an fp32 matrix peak
-    assert bound(g, mi).nodes[0].loads[0].resource == "matrix/fp32"
+    assert bound(g, mi, strict_fp32=True).nodes[0].loads[0].resource == "matrix/fp32"
+    fastest = max(("fp32", "tf32"), key=lambda d: mi.peak("matrix", d) or 0.0)
+    assert bound(g, mi).nodes[0].loads[0].resource == f"matrix/{fastest}"
 
 
 def test_dtype_cast_what_if():

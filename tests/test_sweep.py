@@ -58,9 +58,9 @@ def linear_file(tmp_path: Path) -> Path:
 
 
 def hand_bound(batch: int, d: int) -> tuple[float, str]:
-    """(SOL seconds, regime) of the fp32 matmul on the H100 SXM, derived by hand: 2*B*d^2 FLOPs; the
-    chip lists no fp32 matrix peak, so they run at the fp32 vector peak; each of x, W, y moves once
-    at 4 bytes per element."""
+    """(SOL seconds, regime) of the fp32 matmul on the H100 SXM under --strict-fp32, derived by hand:
+    2*B*d^2 FLOPs; the chip lists no fp32 matrix peak, so they run at the fp32 vector peak; each of x,
+    W, y moves once at 4 bytes per element."""
     spec = load_spec(CHIP)
     compute = 2 * batch * d * d / spec.peak("vector", "fp32")
     memory = 4 * (batch * d + d * d + batch * d) / spec.dram_bandwidth
@@ -134,7 +134,7 @@ def test_bind_source_rewrites_only_the_declared_defaults() -> None:
 
 def test_sweep_matches_hand_bounds_and_reports_failed_point(linear_file: Path) -> None:
     params = {"batch": [1, 3, 64, 512], "d": [256, 512]}
-    result = run_sweep(linear_file, params, [CHIP], progress=False)
+    result = run_sweep(linear_file, params, [CHIP], progress=False, strict_fp32=True)
     ok_points = [(b, d) for b in (1, 64, 512) for d in (256, 512)]
     assert [(p["batch"], p["d"]) for p, _ in result.failures] == [(3, 256), (3, 512)]
     assert all("get_inputs() raised ValueError: batch 3 is not supported" in e for _, e in result.failures)
@@ -164,7 +164,8 @@ def test_sweep_validates_points_when_asked(linear_file: Path) -> None:
 
 
 def test_cache_aware_rows(linear_file: Path) -> None:
-    result = run_sweep(linear_file, {"batch": [256], "d": [512]}, [CHIP], cache_aware=True, progress=False)
+    result = run_sweep(linear_file, {"batch": [256], "d": [512]}, [CHIP], cache_aware=True, progress=False,
+                       strict_fp32=True)
     by_fid = {r["fidelity"]: r for r in result.rows}
     assert list(by_fid) == ["unfused", "fused", "cache-aware"]
     ca, fused = by_fid["cache-aware"], by_fid["fused"]
@@ -195,7 +196,7 @@ def _run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
 def test_cli_writes_table_plots_and_shifts(linear_file: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     code, stdout, stderr = _run(capsys, str(linear_file), "--set", "batch=1,4,...,256", "--set", "d=512",
-                                "--hw", f"{CHIP},a6000", "-o", str(out))
+                                "--hw", f"{CHIP},a6000", "-o", str(out), "--strict-fp32")
     assert code == 0, stderr
     with (out / "sweep.csv").open() as f:
         rows = list(csv.DictReader(f))

@@ -44,6 +44,8 @@ class SweepOptions:
     executor: str
     address: str | None
     timeout: float | None
+    strict_fp32: bool = False
+    strict_dequant: bool = False
 
 
 def _model_sweep(source: Path, o: SweepOptions) -> SweepResult:
@@ -55,7 +57,8 @@ def _model_sweep(source: Path, o: SweepOptions) -> SweepResult:
     params = parse_assignments(o.sets)
     jobs = o.jobs if o.jobs is not None else (1 if o.executor == "local" else None)
     return run_sweep(source, params, o.chips, cache_aware=o.cache_aware, validate=o.validate, frontend=o.frontend,
-                     jobs=jobs, executor=o.executor, address=o.address, timeout_s=o.timeout)
+                     jobs=jobs, executor=o.executor, address=o.address, timeout_s=o.timeout,
+                     strict_fp32=o.strict_fp32, strict_dequant=o.strict_dequant)
 
 
 def _graph_whatif(source: Path, o: SweepOptions) -> SweepResult:
@@ -67,7 +70,7 @@ def _graph_whatif(source: Path, o: SweepOptions) -> SweepResult:
     if o.cache_aware:
         raise SweepError(f"{source}: what-ifs evaluate the unfused and fused bounds; the cache-aware one needs a "
                          "tiling ILP per hardware point (use solar-io bound --cache-aware on a chosen point)")
-    return run_whatif(source, o.chips, o.varies)
+    return run_whatif(source, o.chips, o.varies, strict_fp32=o.strict_fp32, strict_dequant=o.strict_dequant)
 
 
 #: Source suffix -> the sweep it gets.
@@ -139,6 +142,10 @@ def sweep_command(
                                   "source program numerically (default: no; check the model once with capture)."),
     frontend: str | None = typer.Option(None, "--frontend", help="Force a frontend for the model file."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write sol_vs_<parameter>.png plots (matplotlib)."),
+    strict_fp32: bool = typer.Option(False, "--strict-fp32", help="fp32 matrix work at fp32 peaks only (default: the "
+                                     "faster of fp32 and tf32, as solar-io bound)."),
+    strict_dequant: bool = typer.Option(False, "--strict-dequant", help="Dequantised operands priced as written "
+                                        "(default: at their low-precision origin's peak, as solar-io bound)."),
 ) -> None:
     """Sweep a model's parameters across chips (re-capturing it at every grid point), or a graph's hardware
     (what-ifs, no re-capture). Writes a tidy table (CSV and YAML) and plots of SOL against each parameter per
@@ -152,7 +159,7 @@ def sweep_command(
     if not chips:
         raise SweepError("--hw: give a chip name, alias or spec path")
     options = SweepOptions(list(sets), list(varies), chips, cache_aware, validate, frontend, jobs, executor, address,
-                           timeout)
+                           timeout, strict_fp32, strict_dequant)
     kind, run = mode
     result = run(source, options)
     write_report(kind, result, output or Path(f"sweep-{source.stem}"), plot)

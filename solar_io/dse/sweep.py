@@ -228,6 +228,8 @@ class PointTask:
     cache_aware: bool = False
     validate: bool = False
     frontend: str | None = None
+    strict_fp32: bool = False  # the precision policy's strict switches (solar-io bound --strict-fp32)
+    strict_dequant: bool = False
 
     def __str__(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.params) or "(defaults)"
@@ -270,7 +272,8 @@ def run_point(task: PointTask) -> list[dict]:
             for key, m in list(sys.modules.items()):
                 if str(getattr(m, "__file__", "") or "").startswith(tmp):
                     del sys.modules[key]
-    reports = bound_many(g, list(task.chips), cache_aware=task.cache_aware)
+    reports = bound_many(g, list(task.chips), cache_aware=task.cache_aware, strict_fp32=task.strict_fp32,
+                         strict_dequant=task.strict_dequant)
     opaque = sum(n.kind == "opaque" for n in g.nodes)
     return report_rows(params, reports, opaque, g.validation.status)
 
@@ -296,7 +299,8 @@ class SweepResult:
 
 def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *, cache_aware: bool = False,
               validate: bool = False, frontend: str | None = None, jobs: int | None = 1, executor: str = "local",
-              address: str | None = None, timeout_s: float | None = None, progress: bool = True) -> SweepResult:
+              address: str | None = None, timeout_s: float | None = None, progress: bool = True,
+              strict_fp32: bool = False, strict_dequant: bool = False) -> SweepResult:
     """Sweep the model file at ``path`` over the grid of ``params`` on ``chips`` (see the module docstring).
 
     Rows come in grid order, then chip order, then fidelity order, whatever order the executor
@@ -313,8 +317,8 @@ def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *,
     bind_source(text, path.name, {k: v[0] for k, v in params.items()})  # unknown names fail here, once
     specs = [resolve_hardware(c) for c in chips]  # unknown chips fail here, once
     points = grid(params)
-    tasks = [PointTask(path.name, text, tuple(p.items()), tuple(chips), cache_aware, validate, frontend)
-             for p in points]
+    tasks = [PointTask(path.name, text, tuple(p.items()), tuple(chips), cache_aware, validate, frontend,
+                       strict_fp32, strict_dequant) for p in points]
     out = SweepResult(path.name, params, [s.name for s in specs])
     done: dict[int, list[dict]] = {}
     failed: dict[int, str] = {}

@@ -172,12 +172,15 @@ def _candidates(spec: HardwareSpec, allow_tf32: bool, classes: list[str], kind: 
     return [r for r in routes if isinstance(r, Route)]
 
 
-def prepare(graph: Graph | str | Path, hw: HardwareSpec | str | Path, *, allow_tf32: bool = False,
-            compute_dtype: str | None = None) -> WhatIfModel:
-    """Bound ``graph`` on ``hw`` once and keep what the what-if evaluation needs."""
+def prepare(graph: Graph | str | Path, hw: HardwareSpec | str | Path, *, allow_tf32: bool | None = None,
+            compute_dtype: str | None = None, strict_fp32: bool = False, strict_dequant: bool = False) -> WhatIfModel:
+    """Bound ``graph`` on ``hw`` once and keep what the what-if evaluation needs (precision policy as in
+    :func:`solar_io.backends.roofline.bound`)."""
     g = resolve_graph(graph)
     spec = resolve_hardware(hw)
-    report = bound(g, spec, allow_tf32=allow_tf32, compute_dtype=compute_dtype)
+    report = bound(g, spec, allow_tf32=allow_tf32, compute_dtype=compute_dtype, strict_fp32=strict_fp32,
+                   strict_dequant=strict_dequant)
+    allow_tf32 = report.options.allow_tf32
     bw = report.dram_bandwidth
     rows: list[tuple[float, float, float, float]] = []
     variable = []
@@ -277,8 +280,9 @@ def binding_names(codes: np.ndarray) -> list[str | None]:
     return [BINDINGS[c] if c >= 0 else None for c in codes.tolist()]
 
 
-def run_whatif(graph: Graph | Path | str, chips: Sequence[str], varies: Sequence[str], *, allow_tf32: bool = False,
-               compute_dtype: str | None = None) -> SweepResult:
+def run_whatif(graph: Graph | Path | str, chips: Sequence[str], varies: Sequence[str], *,
+               allow_tf32: bool | None = None, compute_dtype: str | None = None, strict_fp32: bool = False,
+               strict_dequant: bool = False) -> SweepResult:
     """The what-if table of ``graph`` on ``chips`` over the grid of ``varies`` (``--vary`` texts):
     rows as in :mod:`.sweep` (``unfused`` and ``fused``) in point, chip, fidelity order, the
     parameters being the multipliers."""
@@ -287,7 +291,8 @@ def run_whatif(graph: Graph | Path | str, chips: Sequence[str], varies: Sequence
     parsed = [parse_vary(v) for v in varies]
     values, scales = hardware_grid(parsed)
     g = resolve_graph(graph)
-    models = [prepare(g, chip, allow_tf32=allow_tf32, compute_dtype=compute_dtype) for chip in chips]
+    models = [prepare(g, chip, allow_tf32=allow_tf32, compute_dtype=compute_dtype, strict_fp32=strict_fp32,
+                      strict_dequant=strict_dequant) for chip in chips]
     source = (g.name or "graph") if isinstance(graph, Graph) else Path(graph).name
     out = SweepResult(source, {n: v.tolist() for n, v in parsed}, [m.chip for m in models])
     columns = {n: v.tolist() for n, v in values.items()}

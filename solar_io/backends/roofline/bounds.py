@@ -59,12 +59,14 @@ from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.metrics import GraphMetrics, graph_metrics
 
 from .aliases import ViewChains
+from .clock import at_clock
 from .inverse import inverse_roofline
-from .kernels import kernel_traffic, kernels, merge
-from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, parse_compute_dtype
+from .kernels import kernel_groups, kernel_traffic, merge
+from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, Plan, Route, parse_compute_dtype
+from .precision import Policy, PrecisionPlan, analyse, record
 from .residency import NodeTraffic, dram_bytes, node_traffic, on_chip_capacity
 from .result import UNITS, Fidelity, Load, NodeBound, Options, Report, Resource, Totals
-from .units import parse_bytes, parse_rate, parse_time
+from .units import parse_bytes, parse_frequency, parse_rate, parse_time
 
 # ---------------------------------------------------------------------------- inputs
 
@@ -118,14 +120,18 @@ def target_seconds(target_latency: float | str | None, target_rate: float | str 
 
 def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.PathLike[str], *,
           measured: float | str | None = None, target_latency: float | str | None = None,
-          target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
+          target_rate: float | str | None = None, allow_tf32: bool | None = None, dtype: str | None = None,
           compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
-          cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True) -> Report:
+          cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True,
+          strict_fp32: bool = False, strict_dequant: bool = False, clock: float | str | None = None) -> Report:
     """The SOL report of ``graph`` (a Graph or a path) on ``hw`` (a HardwareSpec, name, alias or path).
 
     ``measured``: a measured run time (seconds, or text such as ``'3.1ms'``) for the headroom.
     ``target_latency`` (seconds or ``'2ms'``) or ``target_rate`` (Hz or ``'500Hz'``): the inverse
-    roofline. ``allow_tf32``: fp32 matrix work may use tf32 peaks. ``dtype``: cast every float tensor
+    roofline. Precision policy (:mod:`.precision`, both rules on by default): ``strict_fp32`` prices fp32
+    matrix work at fp32 peaks only (``allow_tf32=False`` is the old spelling of it; ``True`` is the
+    default), ``strict_dequant`` prices dequantised operands as written. ``clock``: scale every compute
+    peak to this core clock (Hz or ``'1500MHz'``, :mod:`.clock`). ``dtype``: cast every float tensor
     first. ``compute_dtype``: override the dtype class of the peaks (``'bf16'`` or ``'fp8=fp16'``).
     ``cache_aware``: also compute the cache-aware fidelity (finite on-chip memory, :mod:`solar_io.backends.tiling`)
     with ``capacity`` bytes on chip (default: the spec's on-chip levels) and Q(S) from the tiling ILP
@@ -135,38 +141,48 @@ def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.Pat
     """
     return bound_many(graph, [hw], measured=measured, target_latency=target_latency, target_rate=target_rate,
                       allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype, cache_aware=cache_aware,
-                      cache_bound=cache_bound, capacity=capacity, residency=residency)[0]
+                      cache_bound=cache_bound, capacity=capacity, residency=residency, strict_fp32=strict_fp32,
+                      strict_dequant=strict_dequant, clock=clock)[0]
 
 
 def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec | str | os.PathLike[str]], *,
                measured: float | str | None = None, target_latency: float | str | None = None,
-               target_rate: float | str | None = None, allow_tf32: bool = False, dtype: str | None = None,
+               target_rate: float | str | None = None, allow_tf32: bool | None = None, dtype: str | None = None,
                compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
-               cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True) -> list[Report]:
+               cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True,
+               strict_fp32: bool = False, strict_dequant: bool = False,
+               clock: float | str | None = None) -> list[Report]:
     """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`."""
+    if allow_tf32 and strict_fp32:
+        raise BoundError("give --allow-tf32 (the default) or --strict-fp32, not both")
+    tf32 = not strict_fp32 if allow_tf32 is None else allow_tf32
+    policy = Policy(tf32, not strict_dequant)
     measured_s = _seconds(measured, "--measured")
     latency, rate = target_seconds(target_latency, target_rate)
     override = parse_compute_dtype(compute_dtype)
     specs = [resolve_hardware(h) for h in hws]
+    clocked = [at_clock(sp, clock) if clock is not None else (sp, None) for sp in specs]
+    clock_hz = parse_frequency(clock) if clock is not None else None
     g = resolve_graph(graph)
     if dtype is not None:
         g = cast_graph(g, dtype)
-    options = Options(allow_tf32, None if dtype is None else cast_graph_name(dtype),
-                      tuple(sorted(override.items())))
+    options = Options(tf32, None if dtype is None else cast_graph_name(dtype),
+                      tuple(sorted(override.items())), strict_dequant, clock_hz)
     reports = []
     cap_bytes = parse_bytes(capacity)
     with _gc_paused():
         gm = graph_metrics(g)
         chains = ViewChains(g)
         traffic = node_traffic(g, gm, chains)
-        spans = kernels(g)
+        pplan = analyse(g, gm, policy)
+        spans = kernel_groups(g, pplan.absorbed)
         ktraffic = kernel_traffic(g, traffic, spans, chains.exposed())
-        for spec in specs:
+        for spec, clock_note in clocked:
             s, s_source = on_chip_capacity(spec, cap_bytes) if residency else (0.0, "--no-residency")
             dram = dram_bytes(g, traffic, s, chains)
             kdram = dram_bytes(g, ktraffic, s, chains)
-            r = _bound_one(g, gm, spec, PeakModel(spec, allow_tf32, override), options, measured_s,
-                           traffic, dram, s, s_source)
+            r = _bound_one(g, gm, spec, PeakModel(spec, tf32, override), options, measured_s,
+                           traffic, dram, s, s_source, pplan, clock_note)
             r = with_kernels(r, g, spans, ktraffic, kdram)
             if cache_aware:
                 from solar_io.backends.tiling.sol import with_cache_aware
@@ -197,7 +213,8 @@ def _gc_paused() -> Iterator[None]:
 
 def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel, options: Options,
                measured: float | None, traffic: Sequence[NodeTraffic] | None = None,
-               dram: Sequence[float] | None = None, capacity: float = 0.0, capacity_source: str = "") -> Report:
+               dram: Sequence[float] | None = None, capacity: float = 0.0, capacity_source: str = "",
+               pplan: PrecisionPlan | None = None, clock_note: str | None = None) -> Report:
     bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
     nodes: list[NodeBound] = []
     notes: dict[str, None] = {}
@@ -208,7 +225,10 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
         traffic = node_traffic(g, gm)
     if dram is None:  # no on-chip memory: the classical per-kernel bytes
         dram = [tr.bytes for tr in traffic]
-    for node, m, tr, dbytes in zip(g.nodes, gm.nodes, traffic, dram, strict=True):
+    if pplan is None:
+        pplan = PrecisionPlan(Policy(model.allow_tf32, False))
+    repriced: list[tuple[int, str, bool]] = []  # (node index, compute class, fp32 matrix work at tf32)
+    for idx, (node, m, tr, dbytes) in enumerate(zip(g.nodes, gm.nodes, traffic, dram, strict=True)):
         nbytes = tr.bytes
         mem = dbytes / bw
         dram_load = (Load("dram", "dram", dbytes, bw),) if dbytes > 0 else ()
@@ -218,7 +238,11 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
                                    1.0, m.compute_known, (), dram_load, 0.0, 0.0, 0.0, mem, mem,
                                    "memory" if mem > 0 else "none", dbytes))
             continue
-        plan = model.plan(tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs)))
+        dtypes = pplan.operand_dtypes.get(idx) or tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs))
+        plan = model.plan(dtypes)
+        rule = _rule(plan, work[MATRIX], pplan, idx)
+        if rule:
+            repriced.append((idx, plan.compute_dtype, "fp32->tf32" in rule))
         frac = 1.0
         if sparse:  # product of the densities of the distinct sparse tensors the node touches
             for name in {a.tensor for a in node.inputs} | {a.tensor for a in node.outputs}:
@@ -256,11 +280,27 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
             unpriced.extend((node.name, k) for k in missing)
         nodes.append(NodeBound(node.name, node.kind, node.op, plan.compute_dtype, m.macs, *work, nbytes,
                                m.bytes_exact, frac, True, tuple(missing), tuple(loads.values()) + dram_load,
-                               mt, vt, st, mem, t, bn, dbytes))
+                               mt, vt, st, mem, t, bn, dbytes, rule))
     if capacity > 0:
         notes.setdefault(f"unfused: a node's DRAM bytes exclude what on-chip memory kept from earlier kernels, "
                          f"at most S = {capacity:.6g} B ({capacity_source}) of re-read and of written data each")
-    return _assemble(g, gm, spec, options, tuple(nodes), tuple(notes), tuple(unpriced), measured)
+    if clock_note:
+        notes.setdefault(clock_note)
+    r = _assemble(g, gm, spec, options, tuple(nodes), tuple(notes), tuple(unpriced), measured)
+    return replace(r, precision=record(g, pplan, repriced))
+
+
+def _rule(plan: Plan, matrix_work: float, pplan: PrecisionPlan, idx: int) -> str | None:
+    """The precision rules that repriced node ``idx`` (``dequant fp8_e4m3``, ``fp32->tf32``), or None."""
+    rules = []
+    ds = pplan.dequants.get(idx)
+    if ds:
+        rules.append("dequant " + "/".join(sorted({d.origin for d in ds})))
+    route = plan.routes[MATRIX]
+    fp32 = "fp32" in plan.compute_dtype.split("/")
+    if matrix_work > 0 and isinstance(route, Route) and route.dtype == "tf32" and fp32:
+        rules.append("fp32->tf32")
+    return "; ".join(rules) or None
 
 
 def _sum(xs: Iterable[float]) -> float:
@@ -313,14 +353,16 @@ def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, 
                   tuple(resources), gm.opaque, unpriced, notes, measured)
 
 
-def with_kernels(r: Report, g: Graph, spans: Sequence[tuple[int, int]], ktraffic: Sequence[NodeTraffic],
+def with_kernels(r: Report, g: Graph, spans: Sequence[tuple[int, ...]], ktraffic: Sequence[NodeTraffic],
                  kdram: Sequence[float]) -> Report:
     """``r`` with its unfused fidelity over kernels (:mod:`.kernels`): the nodes one source op was
-    lowered to run as one kernel, whose inner tensors never cross DRAM."""
-    if all(i == j for i, j in spans) and all(n.dram_bytes == d for n, d in zip(r.nodes, kdram, strict=True)):
+    lowered to and the dequantisation chains folded into their contraction run as one kernel, whose
+    inner tensors never cross DRAM."""
+    if all(len(k) == 1 for k in spans) and all(n.dram_bytes == d for n, d in zip(r.nodes, kdram, strict=True)):
         return replace(r, kernels=r.nodes)
-    ks = tuple(merge(r.nodes[i].name if i == j else g.nodes[i].name.split(".", 1)[0], r.nodes[i:j + 1], tr, d,
-                     r.dram_bandwidth) for (i, j), tr, d in zip(spans, ktraffic, kdram, strict=True))
+    ks = tuple(merge(r.nodes[k[0]].name if len(k) == 1 else g.nodes[k[-1]].name.split(".", 1)[0],
+                     [r.nodes[v] for v in k], tr, d, r.dram_bandwidth)
+               for k, tr, d in zip(spans, ktraffic, kdram, strict=True))
     u_units = tuple((u, _sum(getattr(k, f"{u}_time") for k in ks)) for u in UNITS)
     u_time = unfused_time(ks)
     by_bn: dict[str, list[float]] = {}
@@ -332,7 +374,7 @@ def with_kernels(r: Report, g: Graph, spans: Sequence[tuple[int, int]], ktraffic
     merged = len(r.nodes) - len(ks)
     if merged:
         note += (f"; the {len(r.nodes)} nodes run as {len(ks)} kernels (nodes lowered from one source op are one "
-                 "kernel: its inner tensors never cross DRAM)")
+                 "kernel, and so is a dequantisation chain with its contraction: inner tensors never cross DRAM)")
     unfused = replace(r.unfused, time=u_time, compute_time=_sum(k.compute_time for k in ks),
                       memory_time=_sum(k.memory_time for k in ks), bytes=_sum(k.dram_bytes for k in ks),
                       unit_times=u_units, time_by_bottleneck=split, bottleneck=split[0][0] if split else None,

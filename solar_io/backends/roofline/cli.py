@@ -32,7 +32,21 @@ def bound_command(
     target_latency: str | None = typer.Option(None, "--target-latency", help="Inverse roofline for this "
                                                                              "latency (2ms): what a chip needs."),
     target_rate: str | None = typer.Option(None, "--target-rate", help="Inverse roofline for this rate (500Hz)."),
-    allow_tf32: bool = typer.Option(False, "--allow-tf32", help="fp32 matrix work may use tf32 tensor-core peaks."),
+    allow_tf32: bool = typer.Option(False, "--allow-tf32", help="Accepted for old command lines: fp32 matrix work "
+                                                                "at the faster of the fp32 and tf32 peaks is now "
+                                                                "the default (see --strict-fp32)."),
+    strict_fp32: bool = typer.Option(False, "--strict-fp32", help="Price fp32 matrix work at IEEE fp32 peaks only. "
+                                                                  "Default: the faster of the fp32 and tf32 matrix "
+                                                                  "peaks (PyTorch runs fp32 convolutions as TF32 "
+                                                                  "on NVIDIA GPUs by default)."),
+    strict_dequant: bool = typer.Option(False, "--strict-dequant", help="Price dequantised operands as written. "
+                                                                        "Default: a contraction whose operands are "
+                                                                        "cast from fp8/fp6/fp4/int8/int4 (and scaled) "
+                                                                        "runs at that low-precision peak, the chain "
+                                                                        "inside its kernel."),
+    clock: str | None = typer.Option(None, "--clock", help="Scale every compute peak to this core clock (1500MHz): "
+                                                           "peak x clock / the spec's clock; DRAM bandwidth is "
+                                                           "not scaled."),
     dtype: str | None = typer.Option(None, "--dtype", help="What-if: cast every floating-point tensor to this "
                                                            "dtype (bf16, fp8_e4m3, nvfp4, ...)."),
     compute_dtype: str | None = typer.Option(None, "--compute-dtype", help="Peaks of this dtype for every node "
@@ -60,7 +74,9 @@ def bound_command(
 ) -> None:
     """Speed-of-light bounds of a graph on one or more chips: unfused, fused and cache-aware (finite on-chip
     memory, tiling and fusion; --capacity, --cache-bound, --no-cache-aware), per node, with headroom
-    (--measured) and the inverse roofline (--target-latency / --target-rate). Times are lower bounds."""
+    (--measured) and the inverse roofline (--target-latency / --target-rate). Times are lower bounds. Precision
+    policy (printed in every report): fp32 matrix work at the faster of the fp32/tf32 peaks and dequantised
+    low-precision operands at their origin's peak, unless --strict-fp32 / --strict-dequant."""
     if fmt not in FORMATS:
         raise BoundError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     chips = [h.strip() for h in hw.split(",") if h.strip()]
@@ -68,7 +84,8 @@ def bound_command(
         raise BoundError("--hw: give a chip name, alias or spec path")
     g = resolve_graph(graph)
     reports = bound_many(g, chips, measured=measured, target_latency=target_latency, target_rate=target_rate,
-                         allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype,
+                         allow_tf32=True if allow_tf32 else None, strict_fp32=strict_fp32,
+                         strict_dequant=strict_dequant, clock=clock, dtype=dtype, compute_dtype=compute_dtype,
                          cache_aware=cache_aware or cache_bound != "ilp" or capacity is not None,
                          cache_bound=cache_bound, capacity=capacity, residency=residency)
     if plot is not None:

@@ -10,12 +10,18 @@ run of consecutive nodes with the same op and call prefix) as
 ``max(busiest unit's total, DRAM bytes / bandwidth)``, the bytes being what crosses the kernel's
 boundary (:mod:`.residency` for what on-chip memory keeps between kernels). Node names are
 unique, so a hand-written graph whose names share no ``CALL.`` prefix has one kernel per node.
+
+Under the precision policy's dequant rule (:mod:`.precision`) the nodes of a dequantisation chain
+(casts, scale multiplies, moves) join the kernel of the contraction they feed, wherever they stand
+in the graph (:func:`kernel_groups`): an fp8 kernel applies the scales in its loop, so the wide
+dequantised tensors never cross DRAM. The group runs at the contraction's place; that is a valid
+order because the chain's tensors are read by nothing else.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ...graph import Graph, Node
@@ -43,27 +49,46 @@ def kernels(g: Graph) -> list[tuple[int, int]]:
     return out
 
 
-def kernel_traffic(g: Graph, traffic: Sequence[NodeTraffic], spans: Sequence[tuple[int, int]],
+def kernel_groups(g: Graph, absorbed: Mapping[int, int] | None = None) -> list[tuple[int, ...]]:
+    """The kernels of ``g`` as sorted node-index tuples, in order: the :func:`kernels` spans, with each
+    node of ``absorbed`` (chain node index -> contraction index) moved into its contraction's kernel."""
+    spans = kernels(g)
+    if not absorbed:
+        return [tuple(range(i, j + 1)) for i, j in spans]
+    groups: list[list[int]] = []
+    owner: dict[int, int] = {}
+    for i, j in spans:
+        members = [v for v in range(i, j + 1) if v not in absorbed]
+        if members:
+            owner.update((v, len(groups)) for v in members)
+            groups.append(members)
+    for v, c in absorbed.items():
+        groups[owner[c]].append(v)
+    return [tuple(sorted(m)) for m in groups]
+
+
+def kernel_traffic(g: Graph, traffic: Sequence[NodeTraffic], groups: Sequence[tuple[int, ...]],
                    exposed: dict[str, float]) -> list[NodeTraffic]:
-    """What each kernel reads from outside it and writes for outside it (a graph output, a tensor a
-    later kernel reads, or the part of an inner tensor that graph outputs viewing it expose)."""
+    """What each kernel (a tuple of node indices, :func:`kernel_groups`) reads from outside it and
+    writes for outside it (a graph output, a tensor a later kernel reads, or the part of an inner
+    tensor that graph outputs viewing it expose)."""
     role = {t.name: t.role for t in g.tensors}
     where: dict[str, int] = {}  # tensor -> the kernel that writes it
     readers: dict[str, set[int]] = {}
-    for k, (i, j) in enumerate(spans):
-        for v in range(i, j + 1):
+    for k, members in enumerate(groups):
+        for v in members:
             for t in traffic[v].writes:
                 where.setdefault(t, k)
             for t in traffic[v].reads:
                 readers.setdefault(t, set()).add(k)
     out = []
-    for k, (i, j) in enumerate(spans):
-        if i == j:
-            out.append(traffic[i])
+    for k, members in enumerate(groups):
+        if len(members) == 1:
+            out.append(traffic[members[0]])
             continue
         rd: dict[str, float] = {}
         wr: dict[str, float] = {}
-        for v in range(i, j + 1):
+        for v in members:
             for t, b in traffic[v].reads.items():
                 if where.get(t) != k:
                     rd[t] = max(rd.get(t, 0.0), b)
@@ -96,13 +121,17 @@ def merge(name: str, rows: Sequence[NodeBound], traffic: NodeTraffic, dram: floa
     mt, vt, st = (math.fsum(getattr(r, f"{u}_time") for r in rows) for u in ("matrix", "vector", "special"))
     mem = dram / bw
     dtypes = {r.compute_dtype for r in rows if r.compute_dtype}
-    return NodeBound(name, rows[0].kind, rows[0].op, dtypes.pop() if len(dtypes) == 1 else None,
+    if len(dtypes) > 1:  # a dequant chain and its contraction: the contraction's dtype names the kernel
+        dtypes = {r.compute_dtype for r in rows if r.compute_dtype and r.flops_matrix > 0} or dtypes
+    rules = {r.precision for r in rows if r.precision}
+    lead = rows[0] if len({r.op for r in rows}) == 1 else max(rows, key=lambda r: r.flops_matrix)
+    return NodeBound(name, lead.kind, lead.op, dtypes.pop() if len(dtypes) == 1 else None,
                      sum(r.macs for r in rows), math.fsum(r.flops_matrix for r in rows),
                      math.fsum(r.flops_vector for r in rows), math.fsum(r.transcendental for r in rows),
                      traffic.bytes, all(r.bytes_exact for r in rows), min(r.effectual_fraction for r in rows),
                      all(r.compute_known for r in rows), tuple(sorted({u for r in rows for u in r.unpriced})),
                      tuple(loads.values()), mt, vt, st, mem, max(mt, vt, st, mem), _bottleneck(mt, vt, st, mem),
-                     dram)
+                     dram, rules.pop() if len(rules) == 1 else ("; ".join(sorted(rules)) or None))
 
 
 def _bottleneck(mt: float, vt: float, st: float, mem: float) -> str:

@@ -18,8 +18,9 @@ Graph dtype -> spec dtype class
     ``int16/int32/int64/bool`` have no class in the specs: they form the pseudo-class ``int``.
 
 Matrix work
-    The matrix unit's peak for the class. ``fp32`` uses the ``fp32`` matrix peak when the chip has
-    one and never the ``tf32`` peak unless ``allow_tf32`` (then the larger of the two). ``fp6``
+    The matrix unit's peak for the class. ``fp32`` uses the larger of the ``fp32`` and ``tf32``
+    matrix peaks (the precision policy's fp32->tf32 rule, :mod:`.precision`; ``allow_tf32=False``,
+    i.e. ``--strict-fp32``, keeps it to the ``fp32`` peak). ``fp6``
     falls back to the ``fp8`` matrix peak when the chip lists no ``fp6`` (a note says so). With no
     matrix peak for the class the work runs on the vector unit, as vector work of that class
     (e.g. an ``fp32`` matmul on a chip without fp32 tensor cores runs at the fp32 vector peak); it
@@ -170,7 +171,7 @@ def parse_compute_dtype(text: str | Mapping[str, str] | None) -> dict[str, str]:
 class PeakModel:
     """Routes the work of a compute dtype to the peaks of one chip (see the module docstring)."""
 
-    def __init__(self, spec: HardwareSpec, allow_tf32: bool = False,
+    def __init__(self, spec: HardwareSpec, allow_tf32: bool = True,
                  compute_dtype: Mapping[str, str] | None = None) -> None:
         self.spec = spec
         self.allow_tf32 = allow_tf32
@@ -254,7 +255,8 @@ class PeakModel:
                 notes.append((MATRIX, f"{c} matrix work runs on the vector unit ({vector.key}): the chip lists "
                                       f"no {c} matrix peak"))
         elif c_eff == "fp32" and matrix_or.dtype == "tf32":
-            notes.append((MATRIX, "fp32 matrix work runs at the tf32 matrix peak (--allow-tf32)"))
+            notes.append((MATRIX, "fp32 matrix work runs at the tf32 matrix peak (precision policy fp32->tf32; "
+                                  "--strict-fp32 prices it at fp32 peaks)"))
         special: Route | str | None = self._best("special", HOLDS[c_eff])
         if special is None:
             special = vector_or

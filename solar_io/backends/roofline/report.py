@@ -18,7 +18,7 @@ from .inverse import Inverse, InverseFidelity
 from .result import Fidelity, NodeBound, Report
 
 FORMAT_NAME = "solar-io.sol-report"
-FORMAT_VERSION = "1.1"  # 1.1: cache-aware inverse roofline and comparison columns, fallbacks
+FORMAT_VERSION = "1.2"  # 1.1: cache-aware inverse roofline, comparison columns, fallbacks; 1.2: precision, clock
 
 
 def _fidelity(f: Fidelity) -> dict[str, Any]:
@@ -61,7 +61,17 @@ def _node(n: NodeBound) -> dict[str, Any]:
         "memory_s": n.memory_time,
         "sol_s": n.time,
         "bottleneck": n.bottleneck,
+        "precision": n.precision,
     }
+
+
+def _precision(r: Report) -> dict[str, Any] | None:
+    p = r.precision
+    if p is None:
+        return None
+    return {"policy": p.policy, "fp32_tf32": p.tf32, "dequant": p.dequant,
+            "repriced": [{"rule": x.rule, "nodes": list(x.nodes), "scales": list(x.scales), "folded": x.folded,
+                          "text": x.describe()} for x in p.repriced]}
 
 
 def _inverse_fidelity(f: InverseFidelity | None) -> dict[str, Any] | None:
@@ -120,7 +130,9 @@ def report_dict(r: Report, top: int | None = None) -> dict[str, Any]:
     return {
         "hardware": {"name": r.hardware, "full_name": r.hardware_full_name, "dram_bandwidth": r.dram_bandwidth},
         "options": {"allow_tf32": r.options.allow_tf32, "dtype": r.options.dtype,
-                    "compute_dtype": dict(r.options.compute_dtype) or None},
+                    "compute_dtype": dict(r.options.compute_dtype) or None, "strict_fp32": r.options.strict_fp32,
+                    "strict_dequant": r.options.strict_dequant, "clock_hz": r.options.clock_hz},
+        "precision": _precision(r),
         "totals": {"nodes": r.totals.nodes, "macs": r.totals.macs, "flops_matrix": r.totals.flops_matrix,
                    "flops_vector": r.totals.flops_vector, "transcendental": r.totals.transcendental,
                    "bytes": r.totals.bytes, "boundary_bytes": r.totals.boundary_bytes},

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from solar_io.backends.tiling.partition import CacheAware
 
     from .inverse import Inverse
+    from .precision import PrecisionRecord
 
 UNITS = ("matrix", "vector", "special")
 
@@ -62,6 +63,8 @@ class NodeBound:
     time: float
     bottleneck: str  # "matrix", "vector", "special", "memory" or "none"
     dram_bytes: float = 0.0  # the bytes memory_time charges: ``bytes`` less what stayed on chip
+    # The precision rule that repriced the node (``fp32->tf32``, ``dequant fp8_e4m3``), or None.
+    precision: str | None = None
 
     @property
     def compute_time(self) -> float:
@@ -114,11 +117,19 @@ class Resource:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """How the bound was asked for."""
+    """How the bound was asked for. ``allow_tf32`` is the precision policy's fp32->tf32 rule (on
+    unless ``strict_fp32``); ``clock_hz`` the core clock the peaks were scaled to, or None."""
 
-    allow_tf32: bool = False
+    allow_tf32: bool = True
     dtype: str | None = None
     compute_dtype: tuple[tuple[str, str], ...] = ()
+    strict_dequant: bool = False
+    clock_hz: float | None = None
+
+    @property
+    def strict_fp32(self) -> bool:
+        """fp32 matrix work at fp32 peaks only (``--strict-fp32``)."""
+        return not self.allow_tf32
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +169,8 @@ class Report:
     # The unfused fidelity's kernels (nodes lowered from one source op merged, :mod:`.kernels`);
     # the unfused time is the sum of their times. Equal to ``nodes`` when no node was merged.
     kernels: tuple[NodeBound, ...] = ()
+    # The precision policy in force and the nodes each rule repriced (:mod:`.precision`).
+    precision: PrecisionRecord | None = None
 
     @property
     def fidelities(self) -> tuple[Fidelity, Fidelity, Fidelity]:

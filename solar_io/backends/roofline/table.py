@@ -61,6 +61,8 @@ def _nodes_table(r: Report, top: int) -> Table:
     for n in shown:
         flops = n.flops_matrix + n.flops_vector
         dt = n.compute_dtype or "-"
+        if n.precision:
+            dt += f" ({n.precision})"
         if n.effectual_fraction < 1.0:
             dt += f" (x{n.effectual_fraction:.3g})"
         compute = format_time(n.compute_time) if n.compute_known else "unknown"
@@ -123,11 +125,16 @@ def report_renderables(r: Report, top: int = DEFAULT_TOP) -> list[RenderableType
                 f"{format_si(r.dram_bandwidth, 'B/s')}", style="bold")
     parts: list[RenderableType] = [head]
     opts = [f"--dtype {r.options.dtype}"] if r.options.dtype else []
-    opts += ["--allow-tf32"] if r.options.allow_tf32 else []
+    opts += ["--strict-fp32"] if r.options.strict_fp32 else []
+    opts += ["--strict-dequant"] if r.options.strict_dequant else []
+    opts += [f"--clock {format_si(r.options.clock_hz, 'Hz')}"] if r.options.clock_hz else []
     if r.options.compute_dtype:
         opts.append("--compute-dtype " + ",".join(f"{k}={v}" for k, v in r.options.compute_dtype))
     if opts:
         parts.append(Text("options: " + " ".join(opts)))
+    if r.precision is not None:
+        parts.append(Text("precision policy: " + r.precision.policy))
+        parts += [Text("  repriced " + x.describe()) for x in r.precision.repriced]
     parts.append(_fidelity_table(r))
     gain = r.fusion_gain
     parts.append(Text(f"fusion gain (unfused / fused): {format_ratio(gain)}"

@@ -36,6 +36,22 @@ def parse_rate(text: str, what: str = "rate") -> float:
     return value
 
 
+_FREQUENCY = re.compile(rf"\s*{_NUMBER}\s*(hz|khz|mhz|ghz)?\s*\Z", re.IGNORECASE)
+
+
+def parse_frequency(text: str | float, what: str = "--clock") -> float:
+    """Hz from ``'1500MHz'``, ``'1.5 GHz'``, ``'1.5e9'`` (Hz) or a number; > 0."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        m = _FREQUENCY.match(text)
+        value = float(m.group(1)) * _RATE_SCALE[(m.group(2) or "").lower() or None] if m else math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise BoundError(f"{what}: cannot read {text!r} as a positive frequency; write e.g. 1500MHz, 1.5GHz "
+                         "or 1.5e9 (Hz)")
+    return value
+
+
 _PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
