@@ -167,3 +167,96 @@ def test_theoretical_peak_is_at_least_the_measured_gemm(probed):
     assert spec.peak("vector", "fp32") >= spec.measured_gemm["fp32"].flops
     assert spec.peak("matrix", "fp32") >= spec.measured_gemm["fp32"].flops
     assert spec.peak("vector", "fp64") >= spec.measured_gemm["fp64"].flops
+
+
+class _FakeChip:
+    """GEMMs that take 2 n^3 / rate(dtype, n) seconds on a fake clock: the probe's sizing rule is
+    checked against hand-derived sizes and run counts without timing anything real."""
+
+    def __init__(self, rates: dict[str, dict[int, float]]):
+        self.rates, self.now, self.ran = rates, 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def maker(self, dtype: str):
+        def make(a, b, c):
+            n = a.shape[0]
+
+            def run():
+                self.ran.append((dtype, n))
+                self.now += 2.0 * n**3 / self.rates[dtype][n]
+            return run
+        return make
+
+
+def _plan_gemms(monkeypatch, rates, plan):
+    import numpy as np
+
+    import solar_io.hardware.probe_gemm as pg
+
+    chip = _FakeChip(rates)
+    monkeypatch.setattr(pg.time, "perf_counter", chip.clock)
+    dtypes = [(dt, np.float32, [(chip.maker(dt), f"lib-{dt}")]) for dt in rates]
+    return pg.measure_gemm_plan(dtypes, plan), chip
+
+
+def test_gemm_sizes_grow_by_time_and_a_software_dtype_stays_small(monkeypatch):
+    from solar_io.hardware.probe_gemm import GemmPlan
+
+    fp32 = {256: 60e9, 512: 80e9, 1024: 90e9, 2048: 100e9}
+    # fp64 peaks at 256 (as on this VM); bf16 runs in software at 0.3 GFLOP/s (58 s at n = 2048)
+    rates = {"fp32": fp32, "fp64": {256: 80e9, 512: 50e9, 1024: 45e9, 2048: 45e9},
+             "bf16": {n: 0.3e9 for n in fp32}}
+    out, chip = _plan_gemms(monkeypatch, rates, GemmPlan())
+    # fp32 2048: 0.1718 s a run: 3 runs (0.515 s) < 0.6 s budget, so a 4th; then 0.687 s: stop
+    assert (out["fp32"].flops, out["fp32"].size, out["fp32"].runs) == (pytest.approx(100e9), 2048, 4)
+    assert chip.ran.count(("fp32", 2048)) == 1 + 4  # warm-up + timed
+    assert chip.ran.count(("fp32", 256)) == 1 + 10  # short runs: the 10 of max_runs
+    assert (out["fp64"].flops, out["fp64"].size) == (pytest.approx(80e9), 256)  # best over every size
+    assert chip.ran.count(("fp64", 2048)) == 1 + 3  # 0.38 s a run: the 3 runs of min_runs
+    # bf16 256: 0.112 s a run (< 0.2 s; 512 expected at 0.89 s < 1 s): grows; 512: 0.89 s: stops
+    assert {n for dt, n in chip.ran if dt == "bf16"} == {256, 512}
+    assert chip.ran.count(("bf16", 256)) == 1 + 6 and chip.ran.count(("bf16", 512)) == 1 + 3
+    assert "runs in software" in out["bf16"].note and "runs in software" not in out["fp64"].note
+    assert "up to 2048" in out["fp32"].note and "best of 3-10 runs" in out["fp32"].note
+
+
+def test_gemm_growth_stops_before_a_run_expected_to_take_long(monkeypatch):
+    from solar_io.hardware.probe_gemm import GemmPlan
+
+    # 256 at 0.15 s a run: under 0.2 s, but 512 would take 1.2 s: 256 only
+    rates = {"fp32": {256: 2 * 256**3 / 0.15}}
+    out, chip = _plan_gemms(monkeypatch, rates, GemmPlan())
+    assert set(chip.ran) == {("fp32", 256)} and out["fp32"].runs == 4  # 0.6 s budget: 4 x 0.15 s
+
+
+def test_explicit_gemm_sizes_and_every_run(monkeypatch):
+    from solar_io.hardware.probe_gemm import GemmPlan
+
+    rates = {"fp32": {300: 1e9, 4096: 1e12}}  # 300: 0.054 s; 4096: 0.137 s
+    out, chip = _plan_gemms(monkeypatch, rates, GemmPlan(sizes=(300, 4096), min_runs=5, max_runs=5))
+    assert chip.ran.count(("fp32", 300)) == chip.ran.count(("fp32", 4096)) == 1 + 5
+    assert (out["fp32"].size, out["fp32"].runs) == (4096, 5) and "sizes [300, 4096]" in out["fp32"].note
+
+
+def test_probe_config_presets_and_cli_runs(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import solar_io.hardware.probe as probe
+    from solar_io.hardware.cli import app
+
+    assert ProbeConfig().gemm_plan().cap == 2048 and ProbeConfig.thorough().gemm_plan().cap == 4096
+    thorough = ProbeConfig.thorough().gemm_plan()
+    assert thorough.min_runs == thorough.max_runs == 10
+    assert ProbeConfig.fast().gemm_plan().cap == 512
+    seen = []
+    monkeypatch.setattr(probe, "probe_to_file", lambda out, config: seen.append(config) or 1 / 0)
+    runner = CliRunner()
+    out = str(tmp_path / "x.yaml")
+    runner.invoke(app, ["probe", "-o", out, "--runs", "4"])
+    runner.invoke(app, ["probe", "-o", out, "--thorough"])
+    assert (seen[0].gemm_min_runs, seen[0].gemm_runs, seen[0].bandwidth_min_runs) == (4, 4, 4)
+    assert seen[1].gemm_cap == 4096
+    res = runner.invoke(app, ["probe", "-o", out, "--fast", "--thorough"])
+    assert res.exit_code == 1 and "error: give --fast or --thorough, not both" in res.output and len(seen) == 2

@@ -156,7 +156,12 @@ def test_zero_violations_on_this_machine(cli, tmp_path):
     spec, out = tmp_path / "cpu.yaml", tmp_path / "cases.yaml"
     res = cli("hw", "probe", "-o", str(spec))
     assert res.returncode == 0, res.stderr
-    stress = [str(ROOT / "benchmarks" / "sol_models" / f"{name}.py") for name in COMPUTE_BOUND]
+    # A CPU without bf16 units runs bf16 GEMMs in software (one 2048^3 took 58.6 s on an AVX2 VM):
+    # the probe says so, and the bf16 stress GEMM, hundreds of times slower than its bound, is left out.
+    gemm = yaml.safe_load(spec.read_text())["measured"]["gemm"]
+    software = "bf16" in gemm and "runs in software" in gemm["bf16"]["note"]
+    names = [n for n in COMPUTE_BOUND if not (software and n == "gemm_bf16")]
+    stress = [str(ROOT / "benchmarks" / "sol_models" / f"{name}.py") for name in names]
     res = cli("check-bounds", str(ROOT / "tests" / "models"), *stress,
               "--hw", str(spec), "--repeats", "3", "--min-time", "0", "--tolerance", "0.05", "-o", str(out))
     doc = yaml.safe_load(out.read_text())

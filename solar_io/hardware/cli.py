@@ -131,6 +131,8 @@ def probe_cmd(
     output: Path = typer.Option(..., "-o", "--output", help="Where to write the spec YAML (atomically)."),
     name: str = typer.Option("local-cpu", help="Name of the spec (lowercase id)."),
     fast: bool = typer.Option(False, "--fast", help="Small GEMMs and two runs each: a few seconds."),
+    thorough: bool = typer.Option(False, "--thorough", help="GEMMs up to 4096 and every run taken (10 per "
+                                  "GEMM size, 5 per bandwidth pattern); the default sizes GEMMs by time."),
     gemm_sizes: str | None = typer.Option(None, help="Comma-separated square GEMM sizes, e.g. 512,1024."),
     runs: int | None = typer.Option(None, min=1, help="Timed runs per measurement (best is kept)."),
     buffer: str | None = typer.Option(None, "--buffer", help="Bandwidth array size (256MiB; default 8x the "
@@ -152,7 +154,10 @@ def probe_cmd(
         except ValueError:
             raise _fail(f"--gemm-sizes must be comma-separated integers, got {gemm_sizes!r}") from None
     if runs is not None:
-        overrides["gemm_runs"] = overrides["bandwidth_runs"] = runs
+        overrides["gemm_runs"] = overrides["bandwidth_runs"] = runs  # exactly: no time budget
+        overrides["gemm_min_runs"] = overrides["bandwidth_min_runs"] = runs
+    if fast and thorough:
+        raise _fail("give --fast or --thorough, not both")
     if buffer is not None and buffer_mib is not None:
         raise _fail("give --buffer or --buffer-mib, not both")
     if buffer is not None:
@@ -166,7 +171,8 @@ def probe_cmd(
         overrides["threads"] = threads
     if clock_ghz is not None:
         overrides["clock_hz"] = clock_ghz * 1e9
-    config = ProbeConfig.fast(**overrides) if fast else ProbeConfig(**overrides)  # type: ignore[arg-type]
+    make = ProbeConfig.fast if fast else ProbeConfig.thorough if thorough else ProbeConfig
+    config = make(**overrides)  # type: ignore[arg-type]
     try:
         spec = probe_to_file(output, config)
     except (ProbeError, HardwareSpecError) as exc:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from types import MappingProxyType
 import numpy as np
 
 from solar_io.hardware.cpuinfo import CacheInfo, CpuFacts, Simd, read_cpu_facts, simd_of
+from solar_io.hardware.probe_gemm import GemmPlan, Maker, best_time, measure_gemm_plan
 from solar_io.hardware.spec import (
     Clock,
     HardwareSpec,
@@ -65,12 +65,23 @@ class ProbeError(RuntimeError):
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    """Knobs of the probe; :meth:`fast` gives a configuration that runs in a few seconds."""
+    """Knobs of the probe. The default runs in seconds: GEMM sizes grow from 256 while one run takes
+    under 0.2 s, up to 2048, and every measurement keeps the best of 3 to 10 (GEMM) or 3 to 5
+    (bandwidth) timed runs, stopping early once a size or pattern has had its time budget (see
+    :mod:`solar_io.hardware.probe_gemm`). :meth:`fast` gives a smaller probe for tests and
+    :meth:`thorough` a longer one (GEMMs up to 4096, every run taken)."""
 
     name: str = "local-cpu"
-    gemm_sizes: tuple[int, ...] = (512, 1024, 2048)
-    gemm_runs: int = 10
-    bandwidth_runs: int = 5
+    gemm_sizes: tuple[int, ...] | None = None  # explicit square sizes; None: grown by time (below)
+    gemm_start: int = 256
+    gemm_cap: int = 2048  # the size of the largest GEMMs in benchmarks/sol_models
+    gemm_grow_below_s: float = 0.2
+    gemm_runs: int = 10  # most timed runs per size (best is kept)
+    gemm_min_runs: int = 3  # fewest; between the two, runs stop after gemm_size_budget_s at a size
+    gemm_size_budget_s: float = 0.6
+    bandwidth_runs: int = 5  # most timed runs per pattern
+    bandwidth_min_runs: int = 3  # fewest; between the two, runs stop after bandwidth_budget_s
+    bandwidth_budget_s: float = 1.0
     llc_factor: int = 8  # each bandwidth buffer is at least this many times the last-level cache
     min_buffer_bytes: int = 64 * _MIB
     buffer_bytes: int | None = None  # explicit per-array size; overrides llc_factor/min_buffer_bytes
@@ -80,10 +91,24 @@ class ProbeConfig:
 
     @classmethod
     def fast(cls, **overrides: object) -> ProbeConfig:
-        """Small GEMMs and two runs each: a probe in a few seconds (buffers stay >= 8x LLC)."""
-        params: dict[str, object] = {"gemm_sizes": (256, 512), "gemm_runs": 2, "bandwidth_runs": 2}
+        """GEMMs of 256 and 512 and two runs each: a probe in a few seconds (buffers stay >= 8x LLC)."""
+        params: dict[str, object] = {"gemm_cap": 512, "gemm_runs": 2, "gemm_min_runs": 2,
+                                     "bandwidth_runs": 2, "bandwidth_min_runs": 2}
         params.update(overrides)
         return cls(**params)  # type: ignore[arg-type]
+
+    @classmethod
+    def thorough(cls, **overrides: object) -> ProbeConfig:
+        """GEMMs up to 4096 and every run taken (10 per GEMM size, 5 per bandwidth pattern)."""
+        params: dict[str, object] = {"gemm_cap": 4096, "gemm_min_runs": 10, "bandwidth_min_runs": 5}
+        params.update(overrides)
+        return cls(**params)  # type: ignore[arg-type]
+
+    def gemm_plan(self) -> GemmPlan:
+        """The GEMM sizing rule these knobs describe."""
+        return GemmPlan(sizes=self.gemm_sizes or None, start=self.gemm_start, cap=self.gemm_cap,
+                        grow_below_s=self.gemm_grow_below_s, min_runs=min(self.gemm_min_runs, self.gemm_runs),
+                        max_runs=self.gemm_runs, size_budget_s=self.gemm_size_budget_s)
 
 
 def _fp32_flop_per_cycle(facts: CpuFacts, simd: Simd) -> float:
@@ -149,16 +174,7 @@ def theoretical_peaks(facts: CpuFacts, simd: Simd, clock: float) -> dict[str, di
     return {"matrix": matrix, "vector": vector}
 
 
-def _best_time(fn: Callable[[], object], runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _torch_matmul(np_dtype: type) -> tuple[Callable[..., object], str] | None:
+def _torch_matmul(np_dtype: type | str) -> tuple[Maker, str] | None:
     """torch's CPU GEMM for ``np_dtype`` when torch is installed (its BLAS may beat numpy's)."""
     try:
         import torch  # an optional extra: the probe works without it
@@ -166,44 +182,27 @@ def _torch_matmul(np_dtype: type) -> tuple[Callable[..., object], str] | None:
         return None
     tdt = {np.float32: torch.float32, np.float64: torch.float64, "bf16": torch.bfloat16}[np_dtype]
 
-    def mm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> object:
+    def mm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Callable[[], object]:
         ta, tb, tc = (torch.from_numpy(x).to(tdt) for x in (a, b, c))
         return lambda: torch.mm(ta, tb, out=tc)
     return mm, f"torch.mm {torch.__version__}"
 
 
 def measure_gemm(config: ProbeConfig) -> dict[str, MeasuredGemm]:
-    """Best GEMM rate for fp32 and fp64 (and bf16 through torch) over ``config.gemm_sizes`` and every
-    BLAS at hand (numpy's, and torch's when installed): the fastest GEMM anything here can run is
-    what the implied clock (and so the theoretical peaks) must cover."""
-    rng = np.random.default_rng(0)
-    out: dict[str, MeasuredGemm] = {}
+    """Best GEMM rate for fp32 and fp64 (and bf16 through torch) over the sizes of
+    ``config.gemm_plan()`` and every BLAS at hand (numpy's, and torch's when installed): the fastest
+    GEMM anything here can run is what the implied clock (and so the theoretical peaks) must cover."""
+    dtypes: list[tuple[str, type, list[tuple[Maker, str]]]] = []
     for dtype, np_dtype in (("fp32", np.float32), ("fp64", np.float64), ("bf16", "bf16")):
-        libraries: list[tuple[Callable[..., object], str]] = []
+        libraries: list[tuple[Maker, str]] = []
         if dtype != "bf16":  # numpy has no bf16
             libraries.append((lambda a, b, c: (lambda: np.matmul(a, b, out=c)), f"numpy.matmul {np.__version__}"))
         extra = _torch_matmul(np_dtype)
         if extra is not None:
             libraries.append(extra)
-        if not libraries:
-            continue
-        best_rate, best_n, best_lib = 0.0, 0, ""
-        for n in config.gemm_sizes:
-            host = np.float32 if dtype == "bf16" else np_dtype  # bf16 operands are cast by torch
-            a = rng.standard_normal((n, n)).astype(host)
-            b = rng.standard_normal((n, n)).astype(host)
-            c = np.empty((n, n), dtype=host)
-            for make, lib in libraries:
-                run = make(a, b, c)
-                run()  # warm-up: BLAS threads, page faults
-                rate = 2.0 * n**3 / _best_time(run, config.gemm_runs)
-                if rate > best_rate:
-                    best_rate, best_n, best_lib = rate, n, lib
-        names = " and ".join(lib for _, lib in libraries)
-        out[dtype] = MeasuredGemm(best_rate, best_n, (1,), config.gemm_runs,
-                                  f"best of {names}, n x n x n, sizes {list(config.gemm_sizes)}, "
-                                  f"{config.gemm_runs} runs each; fastest: {best_lib}")
-    return out
+        if libraries:  # bf16 operands are made in fp32 and cast by torch
+            dtypes.append((dtype, np.float32 if dtype == "bf16" else np_dtype, libraries))
+    return measure_gemm_plan(dtypes, config.gemm_plan())
 
 
 def _buffer_bytes(config: ProbeConfig, facts: CpuFacts) -> tuple[int, str]:
@@ -226,6 +225,9 @@ def measure_bandwidth(config: ProbeConfig, facts: CpuFacts) -> dict[str, Measure
     a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
     edges = np.linspace(0, n, threads + 1).astype(int)
     spans = [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
+    budget = (config.bandwidth_runs, config.bandwidth_min_runs, config.bandwidth_budget_s)
+    upto = ("" if config.bandwidth_min_runs >= config.bandwidth_runs else
+            f" (of at most {config.bandwidth_runs}: runs stop after {config.bandwidth_budget_s:g} s)")
     block = 1 << 15  # triad works in cache-sized blocks so its two numpy passes touch DRAM once
 
     def read(lo: int, hi: int) -> object:
@@ -250,20 +252,21 @@ def measure_bandwidth(config: ProbeConfig, facts: CpuFacts) -> dict[str, Measure
                 list(pool.map(lambda span: fn(*span), spans))
 
             run()  # warm-up
-            seconds = _best_time(run, config.bandwidth_runs)
+            seconds, runs = best_time(run, *budget)
             if name == "read":
-                other = _torch_read_time(b, len(spans), config.bandwidth_runs)
+                other = _torch_read_time(b, len(spans), budget)
                 if other is not None and other[0] < seconds:
-                    seconds, what = other
+                    seconds, runs, what = other
             out[name] = MeasuredBandwidth(
-                arrays * n * 8 / seconds, n * 8, (1,), len(spans), config.bandwidth_runs,
+                arrays * n * 8 / seconds, n * 8, (1,), len(spans), runs,
                 f"{what}; {arrays} array(s) of {n * 8} bytes ({why}) counted once each, "
-                f"{len(spans)} threads, best of {config.bandwidth_runs} runs",
+                f"{len(spans)} threads, best of {runs} runs{upto}",
             )
     return out
 
 
-def _torch_read_time(b: np.ndarray, threads: int, runs: int) -> tuple[float, str] | None:
+def _torch_read_time(b: np.ndarray, threads: int,
+                     budget: tuple[int, int, float]) -> tuple[float, int, str] | None:
     """Best time of torch's own parallel sum over ``b`` when torch is installed (its reduction
     kernels may stream faster than numpy's; the read bandwidth must cover the faster one)."""
     try:
@@ -275,7 +278,8 @@ def _torch_read_time(b: np.ndarray, threads: int, runs: int) -> tuple[float, str
     try:
         tb = torch.from_numpy(b)
         tb.sum()  # warm-up
-        return _best_time(tb.sum, runs), f"read-only: torch.sum {torch.__version__} over a (faster than numpy)"
+        seconds, runs = best_time(tb.sum, *budget)
+        return seconds, runs, f"read-only: torch.sum {torch.__version__} over a (faster than numpy)"
     finally:
         torch.set_num_threads(saved)
 
