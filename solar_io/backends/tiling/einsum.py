@@ -182,7 +182,8 @@ def merge_equivalent(e: Einsum) -> tuple[Einsum, dict[str, tuple[str, ...]]]:
     the inner one never puts it outside a relevant loop it was inside of).
     """
     size = e.size
-    halo = {r for op in e.operands for g in op.groups if not g.simple(size) for r in g.ranks}
+    halo = {r for op in e.operands for g in op.groups if not (g.simple(size) and g.exprs[0].const == 0)
+            for r in g.ranks}
     key: dict[str, tuple[int, ...]] = {}
     for r, n in zip(e.space, e.sizes, strict=True):
         if r in halo or n == 1:
