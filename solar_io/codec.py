@@ -25,6 +25,7 @@ from .graph import (
     Node,
     Producer,
     Tensor,
+    Unchecked,
     Validation,
 )
 from .ops import MAP_OPS, REDUCE_OPS
@@ -36,7 +37,8 @@ TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value")
 NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
              "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "attrs")
 VALIDATION_KEYS = ("status", "method", "reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error",
-                   "max_rel_error", "reduced_ranks", "reason")
+                   "max_rel_error", "reduced_ranks", "unchecked", "reason")
+UNCHECKED_KEYS = ("node", "op", "reason")
 
 #: Node fields each kind requires / also allows.
 KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -394,7 +396,28 @@ def _validation(dec: _Decoder, v: Any) -> Validation:
             pass
         else:
             reduced = tuple((str(k), s) for k, s in rr.items())
-    return Validation(status=status or "skipped", method=method or "none", reduced_ranks=reduced, **vals)
+    return Validation(status=status or "skipped", method=method or "none", reduced_ranks=reduced,
+                      unchecked=_decode_unchecked(d, path, dec), **vals)
+
+
+def _decode_unchecked(d: dict, path: tuple, dec: _Decoder) -> tuple[Unchecked, ...]:
+    """``validation.unchecked``: a list of {node, op, reason} (1.1)."""
+    if "unchecked" not in d:
+        return ()
+    items = d["unchecked"]
+    if not isinstance(items, list):
+        dec.err(path + ("unchecked",), f"unchecked must be a list of {{node, op, reason}}, got {_kind(items)}")
+        return ()
+    out = []
+    for i, item in enumerate(items):
+        where = path + ("unchecked", i)
+        m = dec.mapping(item, where, UNCHECKED_KEYS, "an unchecked entry")
+        if m is None:
+            continue
+        fields = [dec.get(m, k, where, (str,), True, "an unchecked entry") for k in UNCHECKED_KEYS]
+        if all(f is not None for f in fields):
+            out.append(Unchecked(*fields))
+    return tuple(out)
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -415,6 +438,8 @@ def encode(g: Graph) -> dict:
             val[k] = getattr(v, k)
     if v.reduced_ranks:
         val["reduced_ranks"] = dict(v.reduced_ranks)
+    if v.unchecked:
+        val["unchecked"] = [{"node": u.node, "op": u.op, "reason": u.reason} for u in v.unchecked]
     if v.reason is not None:
         val["reason"] = v.reason
     doc["validation"] = val

@@ -94,6 +94,17 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class Unchecked:
+    """A node whose own result the validation could not compare with the source program (since
+    1.1): its op has no kernel on the validation device for these dtypes, say. ``reason`` says why
+    and what the check used in its place."""
+
+    node: str
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Validation:
     """How the capture was checked against its source program."""
 
@@ -109,6 +120,7 @@ class Validation:
     reason: str | None = None
     model: str | None = None  # since 1.1: the model that wrote a translated program (LLM frontend)
     attempts: int | None = None  # since 1.1: generate-run-compare attempts it took
+    unchecked: tuple[Unchecked, ...] = ()  # since 1.1: nodes the check could not compare, with why
 
 
 @dataclass(frozen=True)

@@ -67,10 +67,14 @@ class _Validator:
                 self.err(("nodes", i, "name"), f"node name {n.name!r} is used twice")
             names.add(n.name)
             self.node(i, n)
-        for key in ("model", "attempts"):
+        for key in ("model", "attempts", "unchecked"):
             msg = too_new(f"field {key!r}", SINCE[("validation", key)], self.version)
-            if getattr(g.validation, key) is not None and msg:
+            if getattr(g.validation, key) not in (None, ()) and msg:
                 self.err(("validation", key), msg)
+        for j, u in enumerate(g.validation.unchecked):
+            if u.node not in names:
+                self.err(("validation", "unchecked", j, "node"),
+                         f"unchecked node {u.node!r} is not a node of the graph")
         self.dataflow()
 
     # ------------------------------------------------------------------ per node
