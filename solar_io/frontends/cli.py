@@ -80,6 +80,14 @@ def _opaque_report(g: Graph, name: str) -> None:
             typer.echo(f"  {n.name} ({n.op}): {n.reason}", err=True)
 
 
+def _unchecked_report(g: Graph, name: str) -> None:
+    """Nodes the validation could not compare (an op with no kernel for its dtypes on the CPU, ...)."""
+    if g.validation.unchecked:
+        typer.echo(f"{name}: {len(g.validation.unchecked)} node(s) not checked by validation:", err=True)
+        for u in g.validation.unchecked:
+            typer.echo(f"  {u.node} ({u.op}): {u.reason}", err=True)
+
+
 def capture_command(
     source: Path = typer.Argument(..., help="A model file (or a folder of them) to capture. "
                                   "WARNING: this runs the code in the file."),
@@ -149,6 +157,7 @@ def capture_command(
         raise ValidationFailed(f"{source.name}: validation failed: {g.validation.reason} "
                                "(graph not written; --allow-invalid writes it anyway)")
     _opaque_report(g, source.name)
+    _unchecked_report(g, source.name)
     if output is None:
         sys.stdout.write(dumps(g))
     else:

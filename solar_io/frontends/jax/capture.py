@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -226,7 +227,7 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
     graph = b.build(outs, name=Path(prog.name).stem, producer=producer)
     cap = Capture(graph, lw, b.output_names, sources, prog)
     record = validate_capture(cap, seed=seed, budget=validate_budget) if validate else \
-        skipped("not requested (--no-validate)")
+        skipped("not requested (--no-validate): the program was not run, so it is not known to run")
     cap.graph = Graph(graph.ranks, graph.tensors, graph.nodes, graph.producer, record, graph.name, graph.version)
     return cap
 
@@ -262,13 +263,21 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = DEFAULT_BUDGE
         return _validate_reduced(cap, seed,
                                  f"needs {need / 2**30:.1f} GiB (--validate-budget {budget / 2**30:.1f} GiB)")
     prog = cap.program
+    jax_log = logging.getLogger("jax")
+    level = jax_log.level
     try:
+        jax_log.setLevel(logging.CRITICAL)  # a failing host callback logs its traceback: the error is one line
         with jax.default_device(jax.devices("cpu")[0]):
             params = prog.make_params()
             inputs = prog.make_inputs()
-            want = jax.jit(prog.fn)(params, *inputs)
+            want = jax.block_until_ready(jax.jit(prog.fn)(params, *inputs))
     except Exception as e:
-        return skipped(f"running the program raised {type(e).__name__}: {str(e)[:200]}")
+        text = _error_line(e)
+        if _no_cpu_kernel(e):  # a limit of the validation device, not a failure of the program
+            return skipped(f"the program cannot run on the cpu ({type(e).__name__}: {text})")
+        raise CaptureError(f"{prog.name}: running the program raised {type(e).__name__}: {text}") from e
+    finally:
+        jax_log.setLevel(level)
     leaves = jax.tree_util.tree_leaves(params) + list(jax.tree_util.tree_leaves(inputs))
     present = {t.name for t in g.tensors}
     arrays = {name: _np(a) for (name, _), a in zip(cap.sources, leaves, strict=True) if name in present}
@@ -284,6 +293,23 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = DEFAULT_BUDGE
         ref[name] = _np(w)
     record, _ = compare(g, got, ref, reference=f"jax {jax.__version__} cpu jit", seed=seed)
     return record
+
+
+def _error_line(e: Exception) -> str:
+    """One line for what running the program raised: the first line of the message, or for an
+    error a host callback raised (its traceback inside an XLA status) the callback's own error."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()] or [type(e).__name__]
+    if "callback" in lines[0].lower() and len(lines) > 1:
+        return f"{lines[0][:120]} ... {lines[-1][:200]}"
+    return lines[0][:300]
+
+
+def _no_cpu_kernel(e: Exception) -> bool:
+    """Whether running on the CPU failed for want of a CPU implementation (a primitive lowered only
+    for another platform, an XLA UNIMPLEMENTED status) rather than a fault of the program."""
+    if isinstance(e, NotImplementedError):
+        return True
+    return type(e).__name__ in ("XlaRuntimeError", "JaxRuntimeError") and str(e).lstrip().startswith("UNIMPLEMENTED")
 
 
 def _validate_reduced(cap: Capture, seed: int, why: str) -> Validation:
@@ -312,6 +338,8 @@ def _validate_reduced(cap: Capture, seed: int, why: str) -> Validation:
     if [(n.kind, n.op) for n in small_cap.graph.nodes] != [(n.kind, n.op) for n in cap.graph.nodes]:
         return skipped(f"{why}; at reduced sizes the program lowers to other nodes")
     v = small_cap.graph.validation
+    if v.status == "failed":  # the same nodes disagree with the program: a failure, not a skip
+        return replace(v, method="reference-executor at reduced sizes", reason=f"{why}; at reduced sizes: {v.reason}")
     if v.status != "passed":
         return skipped(f"{why}; at reduced sizes: {v.status}: {v.reason}")
     ranks = tuple((r, reduced_size(n)) for r, n in cap.graph.ranks if reduced_size(n) < n)

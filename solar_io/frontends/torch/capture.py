@@ -131,7 +131,7 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     outputs = b.output_names
     cap = Capture(source, ep, lowered, graph, outputs)
     if not validate:
-        record = skipped("not requested (--no-validate)")
+        record = skipped("not requested (--no-validate): the model was not run eagerly, so it is not known to run")
     else:
         from .check import validate_capture
 

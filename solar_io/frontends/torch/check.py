@@ -20,7 +20,10 @@ import torch
 
 from ...executor import execute
 from ...graph import Validation
+from ..common.errors import CaptureError
 from ..common.validation import compare, graph_bytes, skipped, tolerance
+from .cpu_kernels import KernelFallback, first_line, tolerant_opaque, unchecked_nodes
+from .uninit import deterministic_memory, filled_graph, is_uninitialised
 
 if TYPE_CHECKING:
     from .capture import Capture
@@ -110,7 +113,8 @@ def _flat_tensors(out: Any) -> list[torch.Tensor]:
 
 
 def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> Validation:
-    """The validation record of ``cap`` (see the module docstring)."""
+    """The validation record of ``cap`` (see the module docstring). Raises CaptureError when the
+    model raises when run eagerly: a program that cannot run is not captured as valid."""
     g = cap.graph
     need = graph_bytes(g) * 2
     if need > budget:
@@ -118,36 +122,54 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> V
 
         why = f"the whole graph needs {need / 2**30:.1f} GiB (--validate-budget {budget / 2**30:.1f} GiB)"
         return validate_per_node(cap, seed=seed, budget=budget, why=why)
+    with deterministic_memory():
+        return _validate_whole(cap, seed)
+
+
+def _validate_whole(cap: Capture, seed: int) -> Validation:
+    g = cap.graph
     reference = f"torch {torch.__version__} cpu eager"
+    torch.manual_seed(seed)
+    model = cap.source.model("cpu")  # CaptureError when building it raises
+    torch.manual_seed(seed + 1)
+    inputs = cap.source.inputs("cpu")
+    before = _snapshot(cap, model, inputs)  # forward may replace state (self.hidden = ...) or write inputs
+    recorder = RandomRecorder()
+    kernels = KernelFallback()
     try:
-        torch.manual_seed(seed)
-        model = cap.source.model("cpu")
-        torch.manual_seed(seed + 1)
-        inputs = cap.source.inputs("cpu")
-        before = _snapshot(cap, model, inputs)  # forward may replace state (self.hidden = ...) or write inputs
-        recorder = RandomRecorder()
-        with torch.no_grad(), no_dropout(), recorder:
+        with torch.no_grad(), no_dropout(), recorder, kernels:
             ref = _flat_tensors(model(*inputs))
     except Exception as e:
-        return skipped(f"running the model eagerly raised {type(e).__name__}: {str(e)[:200]}")
+        if kernels.missing is not None:  # a limit of this device, not a failure of the program
+            op, err = kernels.missing
+            return skipped(f"{op} has no kernel on the cpu, even with float64 inputs ({err}): the model cannot run "
+                           "on the validation device")
+        hint = (" (the file is written for an accelerator and ran on the cpu here; if it runs there, --no-validate "
+                "captures it without this check)") if cap.source.accelerator else ""
+        raise CaptureError(f"{cap.source.name}: running the model eagerly raised {type(e).__name__}: "
+                           f"{first_line(e, 300)}{hint}") from e
     for node in g.nodes:  # opaque nodes may have lost outputs nobody reads
         impl = cap.lowered.opaque_fns.get(node.name)
         if impl is not None and hasattr(impl, "keep"):
             impl.keep = [a.tensor for a in node.outputs]
     _replay_random(cap, recorder.values)
+    opaque_log = tolerant_opaque(cap.lowered.opaque_fns)
     arrays = before if before is not None else _sources(cap, model, inputs)
     if isinstance(arrays, str):
         return skipped(arrays)
     if len(cap.outputs) != len(ref):
-        return skipped(f"model returns {len(ref)} tensors, graph has {len(cap.outputs)} outputs")
+        return Validation("failed", "reference-executor", reference, seed,
+                          reason=f"the model returns {len(ref)} tensors, the graph has {len(cap.outputs)} outputs")
+    run = filled_graph(cap)
     try:
         with np.errstate(all="ignore"):
-            got = execute(g, arrays, opaque=cap.lowered.opaque_fns)
+            got = execute(run, arrays, opaque=cap.lowered.opaque_fns)
     except Exception as e:
         return Validation("failed", "reference-executor", reference, seed,
                           reason=f"executing the graph raised {type(e).__name__}: {str(e)[:300]}")
     want = {name: to_numpy(r) for name, r in zip(cap.outputs, ref, strict=True)}
     record, bad = compare(g, got, want, reference=reference, seed=seed)
+    unchecked, others = unchecked_nodes(g, opaque_log, kernels.widened)
     if bad:
         again = _retry_in_fp64(cap, seed, record)
         if again is not None:
@@ -162,6 +184,12 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> V
                      "traced (Python side effects, global state or data-dependent control flow)")
         record = Validation(record.status, record.method, record.reference, record.seed, record.rtol,
                             record.atol, record.max_abs_error, record.max_rel_error, (), f"{record.reason}; {where}")
+    if unchecked or others:
+        note = [f"{len(unchecked)} node(s) unchecked: no kernel on the cpu for their dtypes"] if unchecked else []
+        note += [f"eager ran {', '.join(others)} with float64 inputs (no kernel on the cpu for its dtypes)"] \
+            if others else []
+        reason = "; ".join(([record.reason] if record.reason else []) + note)
+        record = replace(record, unchecked=unchecked, reason=reason)
     return record
 
 
@@ -189,7 +217,8 @@ def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | N
             ref = _flat_tensors(model(*inputs))
         if arrays is None or len(ref) != len(cap.outputs):
             return None
-        wide = replace(g, tensors=tuple(replace(t, dtype="fp64") if t.dtype == "fp32" else t for t in g.tensors))
+        run = filled_graph(cap)
+        wide = replace(run, tensors=tuple(replace(t, dtype="fp64") if t.dtype == "fp32" else t for t in run.tensors))
         with np.errstate(all="ignore"):
             got = execute(wide, arrays)
     except Exception:
@@ -272,7 +301,7 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
     none does (the traced program itself differs from the eager run), None if it cannot tell."""
     try:
         with np.errstate(all="ignore"):
-            allv = execute(cap.graph, arrays, opaque=cap.lowered.opaque_fns, outputs="all")
+            allv = execute(filled_graph(cap), arrays, opaque=cap.lowered.opaque_fns, outputs="all")
         placeholders = [n for n in cap.program.graph.nodes if n.op == "placeholder"]
         by_name = {t: n for n, t in cap.lowered.fx_tensors.items()}
         env: list[Any] = []
@@ -290,12 +319,13 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
                 values[n.name] = r
                 return r
 
-        with torch.no_grad():
+        with torch.no_grad(), KernelFallback():
             Rec(cap.program.graph_module).run(*env)
         del by_name
+        arbitrary = {n.name for n in cap.program.graph.nodes if n.op == "call_function" and is_uninitialised(n.target)}
         for fx_name, tname in cap.lowered.fx_tensors.items():
             v = values.get(fx_name)
-            if not isinstance(v, torch.Tensor) or tname not in allv:
+            if not isinstance(v, torch.Tensor) or tname not in allv or fx_name in arbitrary:
                 continue
             a, b = allv[tname].astype(np.float64), to_numpy(v).astype(np.float64)
             if a.shape != b.shape:

@@ -14,7 +14,10 @@ shared dim, a broadcast); divisibility is kept where it can be (heads, groups). 
 arguments go through the same map first (``expand`` or ``view`` targets), and unchanged if that
 does not run. A call that runs at no reduced shape (a ``view`` whose target mixes sizes) is
 checked at its own sizes when that fits the budget and ``FULL_ELEMENTS``, and is reported
-unchecked otherwise. Opaque nodes run the original op during validation and need no check.
+unchecked otherwise, with what it raised (random inputs at reduced sizes may be invalid for it, so
+an exception here is not a failure of the program). Opaque nodes run the original op during
+validation and need no check; ops that allocate without initialising (``uninit``) have arbitrary
+values and are not compared.
 Integer tensor arguments get values below every size of the call's tensors (valid indexes into
 any of them). In-place ops are checked through their out-of-place overload.
 """
@@ -33,6 +36,8 @@ import torch
 from ...graph import Validation
 from ..common.validation import CAP as CAP  # re-exported: the size above which sizes are reduced
 from ..common.validation import reduced_size, skipped
+from .cpu_kernels import first_line
+from .uninit import is_uninitialised
 
 if TYPE_CHECKING:
     from .capture import Capture
@@ -129,8 +134,8 @@ def _maker(shape: tuple[int, ...], dtype: torch.dtype, top: int) -> Callable[[],
     return lambda: torch.randn(shape).to(dtype)
 
 
-def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int) -> Validation | None:
-    """The validation record of the call at ``shapes``; None when it does not run there."""
+def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int) -> Validation | Exception:
+    """The validation record of the call at ``shapes``; what it raised when it does not run there."""
     from .capture import capture_source
     from .loader import Source, _FnModule
 
@@ -139,8 +144,8 @@ def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int
         torch.manual_seed(seed)
         with torch.no_grad():
             fn(*(m() for m in makers))  # does the call run at these shapes at all?
-    except Exception:
-        return None
+    except Exception as e:
+        return e
     name = f"{call.node.name}.py"
     src = Source(Path(name), name, "0" * 64, lambda: _FnModule(fn), lambda: [m() for m in makers])
     try:
@@ -157,8 +162,12 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Vali
     calls: dict[str, _Call] = {}
     counts: dict[str, int] = {}
     unchecked: list[str] = []
+    arbitrary: set[str] = set()
     for node in cap.program.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem or node.name in opaque:
+            continue
+        if is_uninitialised(node.target):  # its values are whatever the memory held: nothing to compare
+            arbitrary.add(str(node.target))
             continue
         try:
             call = _Call(node)
@@ -172,15 +181,21 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Vali
     worst = 0.0
     for call in calls.values():
         small = [tuple(reduced_size(int(s)) for s in t.shape) for t in call.tensors]
-        record = _check(call, small, True, seed) or _check(call, small, False, seed)
-        if record is not None and record.status != "skipped":
+        record = _check(call, small, True, seed)
+        if isinstance(record, Exception):
+            record = _check(call, small, False, seed)
+        if isinstance(record, Validation) and record.status != "skipped":
             reduced += 1
         else:
             own = [tuple(int(s) for s in t.shape) for t in call.tensors]
             elements = sum(prod(s) for s in own)
             fits = elements <= FULL_ELEMENTS and 3 * 8 * elements <= budget
-            record = _check(call, own, False, seed) if fits else None
-            if record is None or record.status == "skipped":
+            if fits:
+                record = _check(call, own, False, seed)
+            if isinstance(record, Exception):  # on random inputs: not a failure of the program
+                unchecked.append(f"{call.node.target} (raised {type(record).__name__}: {first_line(record, 80)})")
+                continue
+            if record.status == "skipped":
                 unchecked.append(str(call.node.target))
                 continue
             full += 1
@@ -194,6 +209,8 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Vali
                f"({sum(counts.values())} calls; {reduced} at reduced sizes, {full} at their own)")
     if unchecked:
         summary += f"; unchecked: {', '.join(sorted(set(unchecked)))}"
+    if arbitrary:
+        summary += f"; not compared (uninitialised memory): {', '.join(sorted(arbitrary))}"
     if not checked:
         return skipped(f"{why}; {summary}")
     ranks = tuple((r, reduced_size(s)) for r, s in cap.graph.ranks if reduced_size(s) < s)
