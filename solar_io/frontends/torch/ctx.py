@@ -59,6 +59,11 @@ class Args:
         return [self.__dict__[n] for n in self._names]
 
 
+#: Ops that eager PyTorch runs as views of their input whatever its strides (they raise otherwise).
+ALWAYS_VIEWS = frozenset({"aten.view", "aten._unsafe_view", "aten.squeeze", "aten.unsqueeze", "aten.view_as",
+                          "aten.unflatten", "aten.alias"})
+
+
 @dataclass
 class LowerCtx:
     """What a rule sees: the builder, the fx node being lowered and node-emitting helpers."""
@@ -204,9 +209,44 @@ class LowerCtx:
             return x
         out_ranks = reshape_ranks(self.b, xr, xs, shape)
         out = self.tensor(out_ranks, self.dtype(x), suffix)
-        view = x.name not in self.noncontig
+        view = self._reshape_views(x, tuple(shape), suffix)
         self.b.reshape(out.name, self.op, x.name, out.name, view=view, location=self.location)
+        if view and x.name in self.noncontig and not self._out_contiguous(suffix):
+            self.noncontig.add(out.name)
         return out
+
+    def _traced_input(self, x: T, suffix: str | None) -> Any:
+        """The traced tensor of ``x`` when it is the current node's first argument (else None)."""
+        arg = self.node.args[0] if suffix is None and self.node is not None and self.node.args else None
+        val = getattr(arg, "meta", {}).get("val") if arg is not None else None
+        if val is None or not hasattr(val, "stride") or tuple(int(s) for s in val.shape) != self.shape(x):
+            return None
+        return val
+
+    def _reshape_views(self, x: T, shape: tuple[int, ...], suffix: str | None) -> bool:
+        """Whether eager PyTorch reshapes ``x`` to ``shape`` without copying.
+
+        ``aten.view`` and its kin never copy (they raise instead); a ``reshape`` copies exactly when
+        the strides of the traced input admit no view, which ``Tensor.view`` on the traced (fake)
+        tensor tells. Without a traced input, a reshape of a non-contiguous view is a copy.
+        """
+        if x.name not in self.noncontig:
+            return True
+        if self.op in ALWAYS_VIEWS and suffix is None:
+            return True
+        val = self._traced_input(x, suffix)
+        if val is None:
+            return False
+        try:
+            val.view(shape)
+        except (RuntimeError, ValueError):  # fake tensors raise ValueError, real ones RuntimeError
+            return False
+        return True
+
+    def _out_contiguous(self, suffix: str | None) -> bool:
+        """Whether the current node's traced output is contiguous (False when unknown)."""
+        val = self.node.meta.get("val") if suffix is None and self.node is not None else None
+        return bool(val is not None and hasattr(val, "is_contiguous") and val.is_contiguous())
 
     def copy(self, x: T, suffix: str | None = None) -> T:
         """A materialised copy of ``x`` (clone, contiguous)."""

@@ -2,7 +2,7 @@
 
 View-only ops (view, permute, transpose, expand, slice, select) are ``view: true`` data
 movement that moves no bytes; ops that materialise (clone, contiguous of a view, cat, a
-reshape of a non-contiguous view) move their bytes. Aliases (detach, dropout at inference,
+reshape whose input strides admit no view, as eager decides) move their bytes. Aliases (detach, dropout at inference,
 a cast to the same dtype) emit nothing.
 """
 
