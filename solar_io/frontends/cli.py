@@ -130,6 +130,9 @@ def capture_command(
     agent_fallback: bool = typer.Option(False, "--agent-fallback", help="torch, jax: hand each op with no lowering "
                                         "rule to the agent (LLM translation, checked against the op; needs "
                                         "ANTHROPIC_API_KEY); ops it cannot translate stay opaque."),
+    workloads: Path | None = typer.Option(None, "--workloads", help="trace: the workload.jsonl of a "
+                                          "definition.json (default: the one beside it); one graph per line, "
+                                          "-o DIR/<definition>.<uuid>.yaml."),
 ) -> None:
     """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
     budget = parse_size_int(validate_budget, "--validate-budget")
@@ -145,6 +148,13 @@ def capture_command(
         options.update(golden=golden, model=model, max_attempts=max_attempts, no_cache=no_cache)
     if agent_fallback:
         options["agent_fallback"] = True
+    from .trace.detect import is_trace_source
+
+    if frontend in (None, "trace") and (workloads is not None or is_trace_source(source)):
+        from .trace.cli import capture_trace  # SOL-ExecBench / FlashInfer-Trace definitions
+
+        capture_trace(source, output, workloads, options, allow_invalid)
+        return
     if source.is_dir():
         _capture_dir(source, output, frontend, options, allow_invalid)
         return

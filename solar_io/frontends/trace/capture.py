@@ -1,0 +1,104 @@
+"""Capturing one workload of a definition through the PyTorch frontend.
+
+The reference source is run as a module (this RUNS the definition's code, as ``capture`` runs a
+model file); its ``run`` becomes the forward of a module and the workload's inputs its arguments,
+and the PyTorch frontend's ``capture_source`` does the rest (export on meta tensors, lowering,
+validation against eager PyTorch on the CPU). The graph is named after the definition; its
+producer names the definition file and its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ...graph import Graph, Producer
+from ..common.errors import CaptureError
+from ..torch.capture import DEFAULT_BUDGET, capture_source
+from ..torch.loader import Source
+from .definition import Definition
+from .inputs import input_factory
+from .workload import Workload
+
+
+def load_reference(defn: Definition) -> types.ModuleType:
+    """The reference source as a module (its code runs now); CaptureError if it raises or lacks ``run``."""
+    name = f"solar_io_trace_{hashlib.sha1((defn.file + defn.sha256).encode()).hexdigest()[:12]}"
+    mod = types.ModuleType(name)
+    mod.__file__ = str(defn.path.parent / "reference.py") if defn.path else "reference.py"
+    sys.modules[name] = mod  # dataclasses and typing in the reference look their module up
+    try:
+        code = compile(defn.reference, f"{defn.file}:reference", "exec")
+        exec(code, mod.__dict__)  # noqa: S102 - the user's reference program, run as capture runs model files
+    except Exception as e:
+        sys.modules.pop(name, None)
+        raise CaptureError(f"{defn.file}: reference: running it raised {type(e).__name__}: {e}") from e
+    if not callable(getattr(mod, "run", None)):
+        raise CaptureError(f"{defn.file}: reference: defines no function run (the entry point)")
+    return mod
+
+
+def run_parameters(defn: Definition, run: Any) -> list[str]:
+    """The names ``run`` takes, in its order: every input, and outputs it takes as destinations."""
+    try:
+        params = [p for p in inspect.signature(run).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return list(defn.inputs)
+    names = [p.name for p in params]
+    missing = [n for n in defn.inputs if n not in names]
+    if missing:
+        if len(params) >= len(defn.inputs) and not any(n in defn.outputs for n in names):
+            return list(defn.inputs)  # parameters named otherwise: pass the inputs in definition order
+        raise CaptureError(f"{defn.file}: reference: run takes no parameter for input {missing[0]!r} "
+                           f"(it takes {', '.join(names)})")
+    order = []
+    for p in params:
+        if p.name in defn.inputs or p.name in defn.outputs:
+            order.append(p.name)
+        elif p.default is p.empty:
+            raise CaptureError(f"{defn.file}: reference: run's parameter {p.name!r} is neither an input nor an "
+                               "output of the definition")
+    return order
+
+
+class RunModule(torch.nn.Module):
+    """The reference's ``run`` as a module whose forward takes the definition's parameter names (so
+    the exported program, and the graph, name the inputs after the definition)."""
+
+    def __init__(self, run: Any, names: list[str]):
+        super().__init__()
+        self.run = run
+
+        def forward(*args: Any) -> Any:
+            return run(*args)
+
+        forward.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+        self.forward = forward  # type: ignore[method-assign]
+
+
+def workload_source(defn: Definition, wl: Workload, module: types.ModuleType) -> Source:
+    """A torch-frontend Source: ``run`` as the forward, the workload's inputs as its arguments."""
+    order = run_parameters(defn, module.run)
+    make = input_factory(defn, wl, module, order)
+    run = module.run
+    path = defn.path or Path(defn.file)
+    return Source(path, f"{defn.name}.{wl.key}", defn.sha256, lambda: RunModule(run, order), make,
+                  accelerator="cuda" in defn.reference)
+
+
+def capture_workload(defn: Definition, wl: Workload, module: types.ModuleType, *, validate: bool = True,
+                     strict: bool = False, seed: int = 0, validate_budget: int = DEFAULT_BUDGET) -> Graph:
+    """The validated graph of one workload, named after the definition, its producer naming the file."""
+    source = workload_source(defn, wl, module)
+    g = capture_source(source, validate=validate, strict=strict, seed=seed, validate_budget=validate_budget).graph
+    p = g.producer
+    producer = Producer(p.tool, p.tool_version, p.frontend, p.frontend_version, Path(defn.file).name, defn.sha256)
+    return Graph(g.ranks, g.tensors, g.nodes, producer, g.validation, defn.name, g.version)
