@@ -13,7 +13,7 @@ from hypothesis import settings
 # CI must not fail on a draw no earlier run made: property tests replay the same examples every run
 # (derandomize). HYPOTHESIS_PROFILE=explore draws fresh random examples, ten times as many, to hunt
 # for new counterexamples locally; add any it finds as an explicit @example.
-settings.register_profile("ci", derandomize=True)
+settings.register_profile("ci", derandomize=True, database=None)  # no shared state between xdist workers
 settings.register_profile("explore", derandomize=False, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
@@ -32,6 +32,13 @@ def cli():
     return run_cli
 
 
-@pytest.fixture
-def matmul_text() -> str:
-    return (ROOT / "examples" / "graphs" / "matmul.yaml").read_text()
+@pytest.fixture(scope="session")
+def fast_probe(tmp_path_factory):
+    """(spec, path) of this machine from one fast probe (``ProbeConfig.fast()``), shared by the
+    session: the modules that use it are marked ``xdist_group("probe")`` so that it runs once, on
+    one worker, and ``tests/test_hardware_probe.py`` checks the file it wrote."""
+    from solar_io.hardware.probe import ProbeConfig, probe_to_file
+
+    path = tmp_path_factory.mktemp("probe") / "cpu.yaml"
+    return probe_to_file(path, ProbeConfig.fast()), path
+

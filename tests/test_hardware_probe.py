@@ -15,12 +15,13 @@ from solar_io.hardware.probe import (
     ProbeConfig,
     ProbeError,
     choose_clock,
-    probe_to_file,
     read_cpu_facts,
     simd_of,
     theoretical_peaks,
 )
 from solar_io.resources import data_file
+
+pytestmark = pytest.mark.xdist_group("probe")  # the session's fast probe runs on one worker
 
 X86_FLAGS = "fpu sse sse2 avx avx2 fma avx512f avx512bw avx512_vnni"
 
@@ -131,11 +132,9 @@ def test_clock_is_raised_to_what_the_gemm_proves(tmp_path):
         choose_clock(facts, simd, absurd)
 
 
-@pytest.fixture(scope="module")
-def probed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("probe") / "cpu.yaml"
-    spec = probe_to_file(out, ProbeConfig.fast())
-    return spec, out
+@pytest.fixture
+def probed(fast_probe):
+    return fast_probe  # one fast probe for the session (tests/conftest.py)
 
 
 def test_fast_probe_writes_a_valid_spec(probed):

@@ -16,14 +16,13 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "tests" / "models_measure"
 
 
-@pytest.fixture(scope="session")
-def cpu_spec(tmp_path_factory) -> Path:
-    """This machine's spec from the probe (a fast configuration)."""
-    from solar_io.hardware.probe import ProbeConfig, probe_to_file
+pytestmark = pytest.mark.xdist_group("probe")  # the session's fast probe runs on one worker
 
-    path = tmp_path_factory.mktemp("hw") / "cpu.yaml"
-    probe_to_file(path, ProbeConfig.fast())
-    return path
+
+@pytest.fixture
+def cpu_spec(fast_probe) -> Path:
+    """This machine's spec from the probe (a fast configuration, one for the session: conftest.py)."""
+    return fast_probe[1]
 
 
 def test_time_runs_protocol():
@@ -120,6 +119,7 @@ def test_headroom_is_measured_over_sol(cpu_spec):
     assert all(h.violated for h in headroom(r, r.fused.time / 2))
 
 
+@pytest.mark.serial  # a run checked against a probe made on this machine: alone (Makefile)
 def test_measure_cli_bound_json(cli, cpu_spec):
     res = cli("measure", str(MODELS / "small_matmul.py"), "--bound", "--hw", str(cpu_spec), "--repeats", "3",
               "--min-time", "0", "--json")

@@ -18,13 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "tests" / "models_measure"
 
 
-@pytest.fixture(scope="module")
-def cpu_spec(tmp_path_factory) -> Path:
-    from solar_io.hardware.probe import ProbeConfig, probe_to_file
+pytestmark = pytest.mark.xdist_group("probe")  # the session's fast probe runs on one worker
 
-    path = tmp_path_factory.mktemp("hw") / "cpu.yaml"
-    probe_to_file(path, ProbeConfig.fast())
-    return path
+
+@pytest.fixture(scope="module")
+def cpu_spec(fast_probe) -> Path:
+    return fast_probe[1]  # one fast probe for the session (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +57,7 @@ def test_violation_is_reported_with_nodes(cli, slow_chip, tmp_path):
     assert case["status"] == "violation" and len(case["violations"]) == 3
 
 
+@pytest.mark.serial  # runs checked against a probe made on this machine: alone (Makefile)
 def test_failures_and_skips_never_stop_the_rest(cli, cpu_spec, tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()
@@ -104,6 +104,7 @@ def test_tables_geomean_and_csv():
     assert float(rows[0]["headroom_fused"]) == 8.0 and rows[2]["headroom_fused"] == ""
 
 
+@pytest.mark.serial  # runs checked against a probe made on this machine: alone (Makefile)
 def test_report_folder(cli, cpu_spec, tmp_path):
     out = tmp_path / "report"
     res = cli("report", str(MODELS), "-o", str(out), "--hw", str(cpu_spec), "--repeats", "2")
@@ -144,6 +145,7 @@ COMPUTE_BOUND = ("gemm_fp32", "gemm_bf16", "bmm_batched", "mlp_wide", "conv3x3",
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # make test runs it alone: a probe made beside other tests' load sets peaks too low
 def test_zero_violations_on_this_machine(cli, tmp_path):
     """The PyTorch corpus at its own sizes and the compute-bound SOL stress models (sized to approach
     the chip's peaks: large GEMMs, conv, MLP, attention) never beat a bound, on the spec the full
