@@ -71,11 +71,12 @@ from .relax import (
 )
 from .sweep import MAX_RANKS, families, sweep
 
-TABLE_LIMIT = 768
+TABLE_LIMIT = 768     # entries of one capacity table at most (breakpoints are thinned to fit)
+TRAFFIC_LIMIT = 4096  # entries of one traffic table at most
 TIME_LIMIT = 30.0  # seconds for all the solves of one einsum; the largest single solves measured take ~0.3 s
 REFINE_ROUNDS = 6  # ILP solves per einsum at most
 SWEEP_ROUNDS = 24  # rounds at most when the relaxation is small enough to enumerate (:mod:`.sweep`)
-SWEEP_LIMIT = 1 << 21  # option tuples x loop-order families per enumeration round
+SWEEP_LIMIT = 1 << 20  # option tuples x loop-order families per enumeration round
 REFINE_TOL = 0.01  # stop refining when a tile inside the chosen intervals is within 1% of Q
 
 
@@ -130,7 +131,7 @@ class Tiling:
     achieved: float | None = None      # model traffic of ``tiles`` (>= traffic); None: no tiling found fits
     gap: float = 0.0                   # best tile inside the chosen intervals (relaxed) / traffic - 1
     rounds: int = 0                    # ILP solves (refinement rounds)
-    stopped: str = ""                  # why refinement stopped early: '', 'rounds' or 'time limit'
+    stopped: str = ""                  # why refinement stopped early: '', 'rounds', 'size' or 'time limit'
 
 
 _CACHE: dict[tuple, Tiling] = {}
@@ -144,21 +145,22 @@ def _halo(op: Operand, size: dict[str, int]) -> tuple[str, ...]:
     return tuple(r for g in op.groups if not exact_plain(g, size) for r in g.ranks)
 
 
-def _cands(e: Einsum, keep: dict[str, set[int]], swept: bool) -> dict[str, tuple[int, ...]]:
+def _cands(e: Einsum, keep: dict[str, set[int]], nfam: int) -> tuple[dict[str, tuple[int, ...]], bool]:
     """Breakpoints per rank (with the refinement points ``keep``), thinned until every ILP table is
-    small, or with ``swept`` until the enumeration grid is (:mod:`.sweep`; it starts denser)."""
-    limit = 48 if swept else 16
-    nfam = len(families(e, [r for r, n in zip(e.space, e.sizes, strict=True) if n > 1])) if swept else 1
+    small or, with ``nfam`` loop-order families (0: the ILP), until the enumeration grid is
+    (:mod:`.sweep`; it starts denser); and whether that size was met."""
+    limit = 48 if nfam else 16
+    size = e.size
     while True:
         c = {r: breakpoints(n, limit, frozenset(keep.get(r, ()))) for r, n in zip(e.space, e.sizes, strict=True)}
-        if swept:
-            worst = math.prod(len(v) for v in c.values()) * nfam * 2
-            bound = SWEEP_LIMIT
+        if nfam:
+            ok = math.prod(len(v) for v in c.values()) * nfam <= SWEEP_LIMIT
         else:
-            worst = max((math.prod(len(c[r]) for r in op.ranks) for op in e.operands), default=1)
-            bound = TABLE_LIMIT
-        if worst <= bound or limit <= 3:
-            return c
+            ok = all(math.prod(len(c[r]) for r in op.ranks) <= TABLE_LIMIT and
+                     math.prod(len(c[r]) for r in _halo(op, size)) * math.prod(1 + len(c[r]) for r in e.irrelevant(op))
+                     <= TRAFFIC_LIMIT for op in e.operands)
+        if ok or limit <= 3:
+            return c, ok
         limit -= 1 if limit <= 16 else 4
 
 
@@ -247,11 +249,18 @@ def _solve(e: Einsum, cap: float, time_limit: float | None = None) -> Tiling:
     best_q = 0.0
     final: tuple[float, dict[str, Interval], tuple[str, ...]] | None = None  # the round giving Q
     gap, stopped = math.inf, "rounds"
-    swept = sum(1 for n in e.sizes if n > 1) <= MAX_RANKS
+    live = [r for r, n in zip(e.space, e.sizes, strict=True) if n > 1]
+    nfam = len(families(e, live)) if len(live) <= MAX_RANKS else 0
+    swept = nfam > 0 and _cands(e, {}, nfam)[1]  # small enough to enumerate even at 3 breakpoints a rank
+    nfam = nfam if swept else 0
     rounds = 0
     while rounds < (SWEEP_ROUNDS if swept else REFINE_ROUNDS):
         rounds += 1
-        opts = {r: intervals(c) for r, c in _cands(e, keep, swept).items()}
+        cands, ok = _cands(e, keep, nfam)
+        if not ok and rounds > 1:  # refinement would outgrow the tables: Q is the last round's
+            stopped, rounds = "size", rounds - 1
+            break
+        opts = {r: intervals(c) for r, c in cands.items()}
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         try:
             if left is not None and left <= 0:

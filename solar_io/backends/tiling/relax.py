@@ -27,10 +27,11 @@ Three facts make a finite integer program a lower bound over all of F:
    extent E keeps this (``E / vol`` falls too). So any partition of the space into boxes of at most
    ``t`` has ``sum_B min(D(B), E) >= min(D(t), E) prod_r N_r / t_r``. A tile reads at least
    ``min(D(B), E) - |O|`` elements in range, O being the out-of-range values (padding) of the whole
-   space, and all tiles together at least U, the in-range values of the whole space, hence
-   ``cover >= max(U, min(D(t), E) prod_r N_r / t_r - |O| prod_r ceil(N_r / t_r))`` per group, and
-   a product over an operand's groups. Footprints likewise: a full tile holds at least
-   ``min(D(t), E) - |O|`` elements of a window group.
+   space; all tiles together lose at most P, the out-of-range *points* of the space (each lies in
+   one tile), and read at least U, the in-range values of the whole space, hence
+   ``cover >= max(U, min(D(t), E) prod_r N_r / t_r - min(|O| prod_r ceil(N_r / t_r), P))`` per
+   group, and a product over an operand's groups. Footprints likewise: a full tile holds at least
+   ``min(D(t), E) - min(|O|, P)`` elements of a window group.
 3. **Intervals.** Each rank gets breakpoints ``1 = c_0 < ... < c_m = N``; option j stands for every
    integer tile in ``[c_j, c_{j+1} - 1]`` (the last option is N alone). Footprints never shrink as a
    tile grows (a larger box touches a superset), and in the bounds above every factor is taken at
@@ -54,7 +55,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from solar_io.affine import AffineExpr
-from solar_io.footprint import expr_distinct
+from solar_io.footprint import _count_1term, expr_distinct
 
 from .einsum import Einsum, Group, Operand, divisors, traffic, working_set
 
@@ -110,28 +111,50 @@ def _outside(e: AffineExpr, size: dict[str, int], extent: int) -> int:
     return max(0, min(hi, -1) - lo + 1) + max(0, hi - max(lo, extent) + 1)
 
 
+def _outside_points(e: AffineExpr, size: dict[str, int], extent: int) -> int | None:
+    """Points of the whole space (over ``e``'s ranks) where ``e`` is out of [0, extent), counted
+    along its largest rank for every value of the others; None when those are too many."""
+    if not e.terms:
+        return 0 if 0 <= e.const < extent else 1
+    main, c = max(e.terms, key=lambda rc: size[rc[0]])
+    others = [(r, k) for r, k in e.terms if r != main]
+    if math.prod(size[r] for r, _ in others) > _MAX_POINTS:
+        return None
+    n, total = size[main], 0
+    for pt in itertools.product(*(range(size[r]) for r, _ in others)):
+        base = e.const + sum(k * v for (_, k), v in zip(others, pt, strict=True))
+        total += n - _count_1term(base, c, n, extent)
+    return total
+
+
 @lru_cache(maxsize=1 << 16)
-def _window_facts(g: Group, size: tuple[tuple[str, int], ...]) -> tuple[int, int, int]:
-    """(E, U, |O| upper bound) of a window group: its extent, in-range values of the whole space
-    (a lower bound), out-of-range values. |O| = -1: not bounded (a coupled group, see docstring)."""
+def _window_facts(g: Group, size: tuple[tuple[str, int], ...]) -> tuple[int, int, int, float]:
+    """(E, U, |O|, P) of a window group: its extent, in-range values of the whole space (a lower
+    bound), out-of-range values (at most; -1: not bounded, see the docstring) and out-of-range
+    points of the space (at most; inf when not counted). A tile reads at most min(|O|, P) values
+    it cannot have in range, and all tiles together at most P, since each point lies in one tile."""
     full = dict(size)
     if len(g.exprs) == 1:
         e, ext = g.exprs[0], g.extents[0]
         u, exact = expr_distinct(e, full, ext)
-        return ext, (u if exact else 0), _outside(e, full, ext)
+        values = _outside(e, full, ext)
+        points = _outside_points(e, full, ext) if values else 0
+        return ext, (u if exact else 0), values, math.inf if points is None else float(points)
     ext = math.prod(g.extents)
     if all(_outside(e, full, x) == 0 for e, x in zip(g.exprs, g.extents, strict=True)):
-        return ext, max(_distinct(e.terms, full) for e in g.exprs), 0
+        return ext, max(_distinct(e.terms, full) for e in g.exprs), 0, 0.0
     if math.prod(full[r] for r in g.ranks) > _MAX_POINTS:
-        return ext, 0, -1
-    seen, inside = set(), 0
+        return ext, 0, -1, math.inf
+    seen, inside, points = set(), 0, 0
     for pt in itertools.product(*(range(full[r]) for r in g.ranks)):
         env = dict(zip(g.ranks, pt, strict=True))
         v = tuple(sum(c * env[r] for r, c in e.terms) + e.const for e in g.exprs)
+        ok = all(0 <= x < n for x, n in zip(v, g.extents, strict=True))
+        points += not ok
         if v not in seen:
             seen.add(v)
-            inside += all(0 <= x < n for x, n in zip(v, g.extents, strict=True))
-    return ext, inside, len(seen) - inside
+            inside += ok
+    return ext, inside, len(seen) - inside, float(points)
 
 
 def box_distinct(g: Group, tile: dict[str, int]) -> int:
@@ -168,22 +191,22 @@ def group_footprint_lb(g: Group, lo: dict[str, int], size: dict[str, int]) -> fl
     """Elements of the group that a full tile of at least ``lo`` holds, at least (fact 2)."""
     if exact_plain(g, size):
         return float(lo[g.ranks[0]])
-    ext, _, out = _window_facts(g, _key(g, size))
-    if out < 0:
+    ext, _, values, points = _window_facts(g, _key(g, size))
+    if values < 0:
         return 0.0
-    return float(max(0, min(box_distinct(g, lo), ext) - out))
+    return float(max(0.0, min(box_distinct(g, lo), ext) - min(values, points)))
 
 
 def group_cover_lb(g: Group, lo: dict[str, int], hi: dict[str, int], size: dict[str, int]) -> float:
     """Elements of the group that all tiles together move, at least, for tiles in ``[lo, hi]``."""
     if exact_plain(g, size):
         return float(size[g.ranks[0]])
-    ext, u, out = _window_facts(g, _key(g, size))
-    if out < 0:
+    ext, u, values, points = _window_facts(g, _key(g, size))
+    if values < 0:
         return 0.0
     dens = min(box_distinct(g, lo), ext) * math.prod(size[r] / hi[r] for r in g.ranks)
     tiles = math.prod(-(-size[r] // lo[r]) for r in g.ranks)
-    return max(float(u), dens - out * tiles)
+    return max(float(u), dens - min(values * tiles, points))
 
 
 def footprint_lb(op: Operand, lo: dict[str, int], size: dict[str, int]) -> float:

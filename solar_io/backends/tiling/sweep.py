@@ -24,7 +24,7 @@ from .einsum import Einsum
 from .relax import Interval, exact_plain, group_cover_lb, group_footprint_lb
 
 LIMIT = 1 << 22   # option tuples x distinct orders evaluated at most
-MAX_RANKS = 6     # ranks with several options at most (6! orders)
+MAX_RANKS = 7     # ranks with several options at most (7! orders)
 
 
 def sweep(e: Einsum, cap: float, opts: dict[str, tuple[Interval, ...]]
