@@ -14,7 +14,9 @@ aliases tensors (a view's output is its input's memory), so tensors are identifi
   its external bytes.
 - **Chain tiling** (:func:`solve_chain`): pick a shared rank ``sigma`` that every node of the
   segment iterates over and keeps in its outputs (so no reduction crosses tiles, and every
-  intermediate is indexed by it) and a tile ``t | N_sigma`` (``n = N_sigma / t`` tiles). Shared
+  intermediate is indexed by it) and any integer tile t (``n >= N_sigma / t`` tiles; options are
+  intervals of tiles charged the capacity of their smallest and the fractional count ``N_sigma /
+  t`` of their largest, a lower bound for every tile inside, as in :mod:`.relax`). Shared
   ranks that index exactly the same tensors (batch and sequence, say) are also tiled together as
   one rank ``B*S`` of their product's size (a tile is then a box of both). A tensor is indexed by
   the ranks its accesses name (``k[B, T2, D]`` is not indexed by ``T`` even if declared so). Tensors
@@ -44,8 +46,11 @@ from solar_io.backends.roofline.residency import node_traffic
 from solar_io.graph import Graph, Node
 from solar_io.metrics import GraphMetrics
 
-from .einsum import divisors, tileable
+from .einsum import tileable
 from .ilp import TIME_LIMIT, solve_exactly
+from .relax import breakpoints, intervals
+
+CHAIN_BREAKPOINTS = 24  # tile-size breakpoints of a chain's shared rank (every integer up to 24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +166,7 @@ class ChainOption:
 
     rank: str
     tile: int
-    tiles: int
+    tiles: float                         # tiles along sigma, fractional (size / the option's largest tile)
     base: float                          # external sigma-indexed bytes
     tile_ws: float                       # max over nodes of their sigma-indexed tile bytes
     others: tuple[tuple[str, float], ...]  # external tensors not indexed by sigma: (root, bytes)
@@ -241,9 +246,10 @@ def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
         groups = [(r,) for r in ranks] + ([tuple(ranks)] if len(ranks) > 1 else [])
         for group in groups:
             size = math.prod(sizes[r] for r in group)
-            for t in divisors(size):
-                n = size // t
-                opts.append(ChainOption("*".join(group), t, n, base, whole / n, others))
+            # Every integer tile, by intervals (:mod:`.relax`): an option charges the capacity of its
+            # smallest tile and the fractional tile count of its largest, so no tile does better.
+            for iv in intervals(breakpoints(size, CHAIN_BREAKPOINTS)):
+                opts.append(ChainOption("*".join(group), iv.lo, size / iv.hi, base, whole * iv.lo / size, others))
     return opts
 
 

@@ -53,6 +53,12 @@ class GroupResult:
     avoided: float = 0.0  # intermediate bytes kept on chip (written and read inside the group)
     fallback: bool = False  # an ILP reached its time limit: Q is the provable floor
     resident: float = 0.0  # bytes of Q that on-chip memory may have kept from earlier groups (not in traffic)
+    achieved: float | None = None  # bytes the tiling found moves (a tiled einsum; >= traffic + resident)
+
+    @property
+    def floor_ratio(self) -> float | None:
+        """Q / floor (Q before the residency credit); None when the floor is 0."""
+        return (self.traffic + self.resident) / self.floor if self.floor > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +190,7 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
         s = spans[(i, j - 1)]
         kept = residency_credit(view, first, i, j - 1, held)
         groups.append(GroupResult(tuple(x.name for x in g.nodes[i:j]), s.kind, s.traffic - kept, s.floor, compute, t,
-                                  seg.detail(i, s), s.avoided, s.fallback, kept))
+                                  seg.detail(i, s), s.avoided, s.fallback, kept, s.achieved))
         j = i
     groups.reverse()
     total = math.fsum(gr.time for gr in groups)

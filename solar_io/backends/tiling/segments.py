@@ -3,7 +3,8 @@
 - one node: a view moves nothing; a node the tiling model cannot represent (gather, scatter,
   opaque, copy, a field it does not model) is charged its unfused bytes; an einsum gets its
   tiling ILP optimum (:mod:`.ilp`), never below its provable floor (:mod:`.floors`), or its
-  external bytes when everything it touches fits in S;
+  external bytes when everything it touches fits in S; its detail names the tiling found (the bytes
+  it moves are at least Q) and the gap refinement left;
 - several nodes: their external bytes when every tensor they touch fits in S (no ILP), else the
   chain ILP (:mod:`.fusion`); a segment that no chain tiling covers is not a group;
 - ``bound='floor'`` uses the provable floors instead (inside a group only over operands that
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solar_io.backends.roofline.units import format_si
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
@@ -39,7 +41,7 @@ from .fusion import (
     solve_chain,
     touched_bytes,
 )
-from .ilp import TimeLimitReached, solve
+from .ilp import Tiling, TimeLimitReached, solve
 from .structure import structure
 
 _CHAINS: dict[tuple, tuple[int, tuple[int, ...]] | None | str] = {}  # chain ILP answers by structure
@@ -65,6 +67,23 @@ class Span:
     detail: str | tuple
     avoided: float = 0.0
     fallback: bool = False
+    achieved: float | None = None  # bytes the reported tiling moves (tiled einsums; at least traffic)
+
+
+def tiling_detail(t: Tiling, fl: float) -> str:
+    """What a tiled einsum's Q rests on: the bound (relaxation or floor), the tiling found and the
+    bytes it moves, and why refinement stopped when it left a gap."""
+    q = max(t.traffic or 0.0, fl)
+    src = "provable floor (above the tiling relaxation)" if fl > (t.traffic or 0.0) else "tiling relaxation"
+    text = f"Q from the {src}"
+    if t.tiles:
+        text += ("; best tiling found: tiles " + " ".join(f"{r}={v}" for r, v in t.tiles) + ", order "
+                 + (",".join(t.order) or "-") + f", moves {format_si(t.achieved, 'B')} ({t.achieved / q:.3g}x Q)"
+                 if t.achieved and q > 0 else "")
+    if t.stopped:
+        why = {"rounds": "after its last round", "size": "at its table size", "time limit": "at its time limit"}
+        text += f"; refinement stopped {why.get(t.stopped, t.stopped)} with a {t.gap:.1%} gap"
+    return text
 
 
 class Segments:
@@ -136,8 +155,7 @@ class Segments:
                         fallback=True)
         if t.traffic is None:
             return Span(fl, fl, "floor", "S below the smallest working set: floor used")
-        detail = "tiles " + " ".join(f"{r}={v}" for r, v in t.tiles) + "; order " + (",".join(t.order) or "-")
-        return Span(max(t.traffic, fl), fl, "tiled", detail)
+        return Span(max(t.traffic, fl), fl, "tiled", tiling_detail(t, fl), achieved=t.achieved)
 
     # ------------------------------------------------------------------ segments
     def span(self, i: int, j: int) -> Span | None:
@@ -244,4 +262,4 @@ def _local(node) -> dict[str, int]:  # noqa: ANN001
     return out
 
 
-__all__ = ["CHAIN_STATS", "Segments", "Span", "clear_chain_cache"]
+__all__ = ["CHAIN_STATS", "Segments", "Span", "clear_chain_cache", "tiling_detail"]
