@@ -24,6 +24,7 @@ from .graph import (
     Graph,
     Node,
     Producer,
+    SourceWorkload,
     Tensor,
     Unchecked,
     Validation,
@@ -32,7 +33,9 @@ from .ops import MAP_OPS, REDUCE_OPS
 from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
 TOP_KEYS = ("format", "version", "name", "producer", "ranks", "tensors", "nodes", "validation")
-PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256")
+PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256", "workload")
+_PRODUCER_STRINGS = PRODUCER_KEYS[:-1]
+WORKLOAD_KEYS = ("definition", "uuid", "index", "axes", "tolerance")
 TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value")
 NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
              "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "attrs")
@@ -181,12 +184,42 @@ def _producer(dec: _Decoder, v: Any) -> Producer:
     d = dec.mapping(v, path, PRODUCER_KEYS, "producer")
     if d is None:
         return Producer()
+    dec.since(d, "producer", path)
     vals = {k: dec.get(d, k, path, (str,), k in ("tool", "tool_version", "frontend"), "producer")
-            for k in PRODUCER_KEYS}
+            for k in _PRODUCER_STRINGS}
     sha = vals["source_sha256"]
     if sha is not None and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
         dec.err(path + ("source_sha256",), "source_sha256 must be 64 lowercase hex digits")
+    if "workload" in d:
+        vals["workload"] = _source_workload(dec, d["workload"], path + ("workload",))
     return Producer(**{k: v for k, v in vals.items() if v is not None})
+
+
+def _source_workload(dec: _Decoder, v: Any, path: tuple) -> SourceWorkload | None:
+    """``producer.workload`` (1.1): {definition, uuid, index, axes: {name: size}, tolerance: {name: value}}."""
+    d = dec.mapping(v, path, WORKLOAD_KEYS, "producer.workload")
+    if d is None:
+        return None
+    definition = dec.get(d, "definition", path, (str,), True, "producer.workload")
+    uuid = dec.get(d, "uuid", path, (str,), False, "producer.workload")
+    index = dec.get(d, "index", path, (int,), False, "producer.workload")
+    pairs: dict[str, tuple] = {}
+    for key, types in (("axes", (int,)), ("tolerance", (int, float, bool))):
+        m = d.get(key, {})
+        if not isinstance(m, dict):
+            dec.err(path + (key,), f"{key} must be a mapping, got {_kind(m)}")
+            continue
+        good = []
+        for name, x in m.items():
+            if not isinstance(name, str) or not _is(x, types) or (key == "axes" and x < 0):
+                dec.err(path + (key, str(name)), f"{key} values must be {_names(types)}"
+                        f"{' >= 0' if key == 'axes' else ''}, got {_kind(x)}")
+            else:
+                good.append((name, x))
+        pairs[key] = tuple(good)
+    if definition is None:
+        return None
+    return SourceWorkload(definition, uuid, index, pairs.get("axes", ()), pairs.get("tolerance", ()))
 
 
 def _ranks(dec: _Decoder, v: Any) -> tuple[tuple[str, int], ...]:
@@ -427,7 +460,19 @@ def encode(g: Graph) -> dict:
     doc: dict[str, Any] = {"format": FORMAT_NAME, "version": g.version}
     if g.name is not None:
         doc["name"] = g.name
-    doc["producer"] = {k: getattr(g.producer, k) for k in PRODUCER_KEYS if getattr(g.producer, k) is not None}
+    doc["producer"] = {k: getattr(g.producer, k) for k in _PRODUCER_STRINGS if getattr(g.producer, k) is not None}
+    w = g.producer.workload
+    if w is not None:
+        wd: dict[str, Any] = {"definition": w.definition}
+        if w.uuid is not None:
+            wd["uuid"] = w.uuid
+        if w.index is not None:
+            wd["index"] = w.index
+        if w.axes:
+            wd["axes"] = dict(w.axes)
+        if w.tolerance:
+            wd["tolerance"] = dict(w.tolerance)
+        doc["producer"]["workload"] = wd
     doc["ranks"] = dict(g.ranks)
     doc["tensors"] = [_encode_tensor(t) for t in g.tensors]
     doc["nodes"] = [_encode_node(n) for n in g.nodes]

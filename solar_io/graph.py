@@ -25,8 +25,23 @@ Scalar = str | int | float | bool
 
 
 @dataclass(frozen=True, slots=True)
+class SourceWorkload:
+    """The workload of a benchmark definition a graph was captured for (since 1.1; SOL-ExecBench and
+    FlashInfer-Trace ``definition.json`` + ``workload.jsonl``): the definition's name, the workload's
+    uuid and line index, every axis size, and the benchmark's correctness tolerance for solutions
+    (kept as given; the capture's own check is the validation record's)."""
+
+    definition: str
+    uuid: str | None = None
+    index: int | None = None
+    axes: tuple[tuple[str, int], ...] = ()
+    tolerance: tuple[tuple[str, float | bool], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Producer:
-    """Who wrote the file and from what: tool, version, frontend, source name and hash."""
+    """Who wrote the file and from what: tool, version, frontend, source name and hash, and (since
+    1.1) the benchmark workload it was captured for."""
 
     tool: str = "solar-io"
     tool_version: str = ""
@@ -34,6 +49,7 @@ class Producer:
     frontend_version: str | None = None
     source: str | None = None
     source_sha256: str | None = None
+    workload: SourceWorkload | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,9 @@ class _Validator:
             msg = too_new(f"field {key!r}", SINCE[("validation", key)], self.version)
             if getattr(g.validation, key) not in (None, ()) and msg:
                 self.err(("validation", key), msg)
+        msg = too_new("field 'workload'", SINCE[("producer", "workload")], self.version)
+        if g.producer.workload is not None and msg:
+            self.err(("producer", "workload"), msg)
         for j, u in enumerate(g.validation.unchecked):
             if u.node not in names:
                 self.err(("validation", "unchecked", j, "node"),

@@ -52,6 +52,7 @@ SINCE: dict[tuple[str, str], tuple[int, int]] = {
     ("validation", "model"): (1, 1),
     ("validation", "attempts"): (1, 1),
     ("validation", "unchecked"): (1, 1),
+    ("producer", "workload"): (1, 1),
 }
 #: The version since which an einsum's output may be indexed through ``@t`` (a scatter).
 OUTPUT_INDIRECT_SINCE: tuple[int, int] = (1, 1)

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ...graph import Graph, Producer
+from ...graph import Graph, Producer, SourceWorkload
 from ..common.errors import CaptureError
 from ..torch.capture import DEFAULT_BUDGET, capture_source
 from ..torch.loader import Source
@@ -100,5 +100,8 @@ def capture_workload(defn: Definition, wl: Workload, module: types.ModuleType, *
     source = workload_source(defn, wl, module)
     g = capture_source(source, validate=validate, strict=strict, seed=seed, validate_budget=validate_budget).graph
     p = g.producer
-    producer = Producer(p.tool, p.tool_version, p.frontend, p.frontend_version, Path(defn.file).name, defn.sha256)
+    record = SourceWorkload(defn.name, wl.uuid, wl.index, tuple(wl.sizes.items()),
+                            tuple((k, v) for k, v in wl.tolerance if v is not None))
+    producer = Producer(p.tool, p.tool_version, p.frontend, p.frontend_version, Path(defn.file).name, defn.sha256,
+                        record)
     return Graph(g.ranks, g.tensors, g.nodes, producer, g.validation, defn.name, g.version)
