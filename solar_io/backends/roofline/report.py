@@ -18,7 +18,8 @@ from .inverse import Inverse, InverseFidelity
 from .result import Fidelity, NodeBound, Report
 
 FORMAT_NAME = "solar-io.sol-report"
-FORMAT_VERSION = "1.2"  # 1.1: cache-aware inverse roofline, comparison columns, fallbacks; 1.2: precision, clock
+FORMAT_VERSION = "1.2"  # 1.1: cache-aware inverse roofline, comparison columns, fallbacks; 1.2: precision, clock,
+#                         cache-aware groups' floor_ratio and achieved
 
 
 def _fidelity(f: Fidelity) -> dict[str, Any]:
@@ -116,7 +117,8 @@ def _cache(r: Report) -> dict[str, Any] | None:
         "raised_to_fused": c.raised_to_fused,
         "groups": [{"nodes": list(gr.nodes), "kind": gr.kind, "traffic": gr.traffic, "floor": gr.floor,
                     "avoided": gr.avoided, "compute_s": gr.compute, "time_s": gr.time, "detail": gr.detail,
-                    "fallback": gr.fallback, "resident": gr.resident}
+                    "fallback": gr.fallback, "resident": gr.resident, "floor_ratio": gr.floor_ratio,
+                    "achieved": gr.achieved}
                    for gr in c.groups],
         "fallbacks": list(c.fallbacks),
         "distinct_einsum_ilps": c.ilps_solved,

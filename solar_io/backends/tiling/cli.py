@@ -37,8 +37,9 @@ def tiling_command(
                                                                "matplotlib, the 'plot' extra)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
 ) -> None:
-    """Minimum DRAM traffic of one einsum with finite on-chip memory: the best tiling (tile sizes, loop
-    order, stationary tensors) from an integer program, the provable floors, and the Q(S) curve."""
+    """Lower bound on the DRAM traffic of one einsum with finite on-chip memory, Q(S) (at most every grid
+    tiling of any tile sizes and loop order), the provable floors and Q/floor, the best tiling found
+    (tile sizes, loop order, stationary tensors, the bytes it moves), and the Q(S) curve."""
     g = resolve_graph(graph)
     n = g.node_map.get(node)
     if n is None:
@@ -64,9 +65,12 @@ def tiling_command(
             plot(e, pts, str(plot_path))
         except RuntimeError as err:
             raise BoundError(str(err)) from None
+    bound_q = fl.value if t.traffic is None else max(t.traffic, fl.value)
     doc = {
         "node": node, "capacity": cap, "capacity_source": source,
-        "traffic": t.traffic, "timed_out": t.timed_out,
+        "traffic": t.traffic, "timed_out": t.timed_out, "bound": bound_q,
+        "floor_ratio": bound_q / fl.value if fl.value > 0 else None,
+        "achieved": t.achieved, "gap": t.gap, "rounds": t.rounds, "stopped": t.stopped or None,
         "tiles": dict(t.tiles), "order": list(t.order), "stationary": list(t.stationary),
         "per_operand": dict(t.per_operand), "working_set": t.working_set,
         "floor": {"compulsory": fl.compulsory, "matmul": fl.matmul, "hbl": fl.hbl, "value": fl.value,
@@ -79,19 +83,29 @@ def tiling_command(
     typer.echo(f"{node}: space {' '.join(f'{r}={s}' for r, s in zip(e.space, e.sizes, strict=True))}; "
                f"S = {format_si(cap, 'B')} ({source})")
     if t.timed_out:
-        typer.echo("  the tiling ILP reached its time limit: Q(S) is at least the floor below")
+        typer.echo("  the tiling ILP reached its time limit before proving its optimum: Q(S) is the floor below")
     elif t.traffic is None:
         typer.echo("  no tiling fits: S is below the smallest working set (every tile 1)")
     else:
-        typer.echo(f"  Q(S) = {format_si(t.traffic, 'B')} (tiling ILP optimum); working set "
-                   f"{format_si(t.working_set, 'B')}")
-        typer.echo("  tiles: " + " ".join(f"{r}={v}" for r, v in t.tiles) + "; loop order (outer first): "
-                   + (", ".join(t.order) or "one tile") + "; stationary: " + (", ".join(t.stationary) or "-"))
-        typer.echo("  per operand: " + ", ".join(f"{k} {format_si(v, 'B')}" for k, v in t.per_operand))
+        src = "the provable floor, above the tiling relaxation" if fl.value > t.traffic else \
+            "the tiling relaxation: at most every grid tiling of any integer tile sizes and loop order"
+        ratio = f"{bound_q / fl.value:.3g}" if fl.value > 0 else "-"
+        typer.echo(f"  Q(S) = {format_si(bound_q, 'B')} ({src}); Q/floor = {ratio}")
+        if t.stopped:
+            typer.echo(f"  refinement stopped ({t.stopped}) after {t.rounds} round(s): a tile inside the chosen "
+                       f"intervals reaches {t.gap:.1%} above the relaxation")
+        if t.tiles and t.achieved is not None:
+            typer.echo(f"  best tiling found: {format_si(t.achieved, 'B')} ({t.achieved / bound_q:.3g}x Q), working "
+                       f"set {format_si(t.working_set, 'B')}")
+            typer.echo("  tiles: " + " ".join(f"{r}={v}" for r, v in t.tiles) + "; loop order (outer first): "
+                       + (", ".join(t.order) or "one tile") + "; stationary: " + (", ".join(t.stationary) or "-"))
+            typer.echo("  per operand: " + ", ".join(f"{k} {format_si(v, 'B')}" for k, v in t.per_operand))
+        else:
+            typer.echo("  no tiling fits as the model counts footprints (the relaxation's are smaller)")
     typer.echo(f"  floor: {format_si(fl.value, 'B')} ({fl.binding}; compulsory {format_si(fl.compulsory, 'B')}"
                + (f", matmul {format_si(fl.matmul, 'B')}" if fl.matmul is not None else "")
                + (f", HBL {format_si(fl.hbl, 'B')}" if fl.hbl is not None else "") + ")")
-    typer.echo(f"  {'S':>12} {'Q(S) ILP':>12} {'floor':>12}")
+    typer.echo(f"  {'S':>12} {'relaxation':>12} {'floor':>12}")
     for p in pts:
         typer.echo(f"  {format_si(p.capacity, 'B'):>12} {format_si(p.traffic, 'B'):>12} "
                    f"{format_si(p.floor.value, 'B'):>12}")

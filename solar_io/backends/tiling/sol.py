@@ -35,7 +35,7 @@ def with_cache_aware(r: Report, g: Graph, gm: GraphMetrics, spec: HardwareSpec, 
 def note(ca: CacheAware) -> str:
     """One sentence: what the cache-aware figure is and which bound it uses."""
     how = ("the larger of the provable floor and the tiling relaxation (at most the traffic of every grid tiling "
-           "of any integer tile sizes and loop order; fused chains over divisor tiles)"
+           "of any integer tile sizes and loop order, and of every chain tile of a fused group)"
            if ca.bound == "ilp" else "the provable floor (compulsory, Smith matmul, HBL)")
     cap = "unlimited" if math.isinf(ca.capacity) else f"{ca.capacity:.6g} B"
     text = (f"on-chip capacity S = {cap} ({ca.capacity_source}); sum over {len(ca.groups)} group(s) of "
