@@ -2,9 +2,9 @@
 
 The model (single on-chip buffer of S bytes between the compute and DRAM, Orojenesis-style):
 
-- A *tiling* picks a tile size ``t_r`` for every rank ``r`` of the iteration space, a divisor of its
-  size ``N_r`` or, for large ranks indexed only by plain dimensions, a power of two (``n_r =
-  ceil(N_r / t_r)`` tiles, the last one ragged), and an order of the tile loops.
+- A *tiling* picks a tile size ``t_r`` for every rank ``r`` of the iteration space, any integer in
+  ``[1, N_r]`` (``n_r = ceil(N_r / t_r)`` tiles, the last one ragged), and an order of the tile
+  loops. The search (:mod:`.relax`, :mod:`.ilp`) bounds the traffic of every such tiling from below.
 - The buffer holds one tile of every operand. The tile of operand T is the set of its elements the
   tile box touches: per group of dimensions that share ranks, the distinct values of the index
   expressions over the box ``0 <= r < t_r`` (so a window ``2*P + R - 1`` covers ``2(t_P-1) + t_R``
@@ -17,8 +17,8 @@ The model (single on-chip buffer of S bytes between the compute and DRAM, Orojen
   relevant loop (``X_T``). The output is written once per visit and its partial sums read back on
   every visit but the first: ``traffic_O = Cover_O * (2 M_O - 1)``.
 
-Large ranks get a log-spaced subset of their divisors (always 1 and N) so that the ILP tables stay
-small (:func:`candidates`); tests use small einsums, where every divisor is kept.
+:func:`candidates` (divisors and powers of two) is kept for the brute-force references of the tests;
+the search itself takes interval breakpoints (:func:`.relax.breakpoints`).
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def tile_bytes(op: Operand, tile: dict[str, int]) -> float:
 def cover_bytes(op: Operand, tile: dict[str, int], size: dict[str, int]) -> float:
     """Bytes of all of ``op``'s tiles, each once: per group of dimensions, the whole rank for a
     simple dimension (ragged last tile included), else the tile footprint x its tile positions
-    (halo overlap of windows counted; such ranks only take divisor tiles)."""
+    (halo overlap of windows counted; a ragged tile counted at its interior footprint)."""
     total = op.bpe
     for g in op.groups:
         if g.simple(size):
