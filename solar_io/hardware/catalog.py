@@ -10,7 +10,7 @@ from solar_io.errors import SolarIOError
 from solar_io.hardware.spec import HardwareSpec, HardwareSpecError, load_spec_file
 from solar_io.resources import data_dir
 
-__all__ = ["UnknownHardwareError", "known_names", "list_specs", "load_spec"]
+__all__ = ["UnknownHardwareError", "known_names", "list_specs", "load_spec", "split_clock"]
 
 
 class UnknownHardwareError(SolarIOError, ValueError):
@@ -56,6 +56,17 @@ def known_names(with_aliases: bool = True) -> list[str]:
     for spec in _catalog():
         out.append(f"{spec.name} ({', '.join(spec.aliases)})" if with_aliases and spec.aliases else spec.name)
     return out
+
+
+def split_clock(text: str) -> tuple[str, str | None]:
+    """``"b200@1500MHz"`` -> ("b200", "1500MHz"): a chip name, alias or spec path locked at a core clock
+    (SOL-ExecBench locks B200 at 1500 MHz, H100 at 1410 MHz, A100 at 1065 MHz). The text after the last
+    ``@`` is a clock when it ends in Hz (any case); otherwise the whole text is the name. The clock is
+    applied by the bound's ``--clock`` code (compute peaks x clock / the spec's clock, DRAM unscaled)."""
+    name, sep, clock = str(text).strip().rpartition("@")
+    if sep and name and clock.strip().lower().endswith("hz"):
+        return name.strip(), clock.strip()
+    return str(text).strip(), None
 
 
 def _looks_like_path(text: str) -> bool:

@@ -56,6 +56,7 @@ from solar_io.dtypes import ALIASES, DTYPES
 from solar_io.files import load
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
+from solar_io.hardware.catalog import split_clock
 from solar_io.metrics import GraphMetrics, graph_metrics
 
 from .aliases import ViewChains
@@ -66,7 +67,7 @@ from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, P
 from .precision import Policy, PrecisionPlan, analyse, record
 from .residency import NodeTraffic, dram_bytes, node_traffic, on_chip_capacity
 from .result import UNITS, Fidelity, Load, NodeBound, Options, Report, Resource, Totals
-from .units import parse_bytes, parse_frequency, parse_rate, parse_time
+from .units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 # ---------------------------------------------------------------------------- inputs
 
@@ -74,6 +75,19 @@ from .units import parse_bytes, parse_frequency, parse_rate, parse_time
 def resolve_graph(graph: Graph | str | os.PathLike[str]) -> Graph:
     """A Graph, or the validated graph in the file at a path."""
     return graph if isinstance(graph, Graph) else load(graph)
+
+
+def launch_note(r: Report, overhead: float) -> str:
+    """The per-kernel launch floor next to the bounds (``--launch-overhead``), never added to them: the
+    unfused bound runs one kernel per source op (``r.kernels``) that moves bytes or computes (views and
+    immediates launch nothing), the fused bound one kernel."""
+    n = sum(1 for k in (r.kernels or r.nodes) if k.bytes or k.macs or k.flops_vector or k.transcendental
+            or not k.compute_known)
+    unfused, fused = (r.unfused.time or 0.0) + n * overhead, (r.fused.time or 0.0) + overhead
+    t = format_time
+    return (f"launch floor (--launch-overhead {t(overhead)} per kernel; reported apart, not in the bounds): "
+            f"unfused {n} kernel(s) = {t(n * overhead)} (unfused SOL + floor {t(unfused)}), fused 1 kernel = "
+            f"{t(overhead)} (fused SOL + floor {t(fused)})")
 
 
 def resolve_hardware(hw: HardwareSpec | str | os.PathLike[str]) -> HardwareSpec:
@@ -123,7 +137,8 @@ def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.Pat
           target_rate: float | str | None = None, allow_tf32: bool | None = None, dtype: str | None = None,
           compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
           cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True,
-          strict_fp32: bool = False, strict_dequant: bool = False, clock: float | str | None = None) -> Report:
+          strict_fp32: bool = False, strict_dequant: bool = False, clock: float | str | None = None,
+          launch_overhead: float | str | None = None) -> Report:
     """The SOL report of ``graph`` (a Graph or a path) on ``hw`` (a HardwareSpec, name, alias or path).
 
     ``measured``: a measured run time (seconds, or text such as ``'3.1ms'``) for the headroom.
@@ -138,11 +153,13 @@ def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.Pat
     (``cache_bound='ilp'``) or the provable floor (``'floor'``). ``residency``: on-chip memory keeps
     data between kernels (the unfused bytes and the cache-aware group traffic drop what it may hold,
     :mod:`.residency`); False gives the classical per-kernel counts, which a chip with caches can beat.
+    ``hw`` may be ``NAME@CLOCK`` (``'b200@1500MHz'``); ``launch_overhead`` adds a note with the per-kernel
+    launch floor, apart from the bounds (see :func:`bound_many`).
     """
     return bound_many(graph, [hw], measured=measured, target_latency=target_latency, target_rate=target_rate,
                       allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype, cache_aware=cache_aware,
                       cache_bound=cache_bound, capacity=capacity, residency=residency, strict_fp32=strict_fp32,
-                      strict_dequant=strict_dequant, clock=clock)[0]
+                      strict_dequant=strict_dequant, clock=clock, launch_overhead=launch_overhead)[0]
 
 
 def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec | str | os.PathLike[str]], *,
@@ -151,8 +168,13 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
                compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
                cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True,
                strict_fp32: bool = False, strict_dequant: bool = False,
-               clock: float | str | None = None) -> list[Report]:
-    """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`."""
+               clock: float | str | None = None, launch_overhead: float | str | None = None) -> list[Report]:
+    """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`.
+
+    A chip written ``NAME@CLOCK`` (``b200@1500MHz``) is bounded at that core clock, as ``clock`` does
+    for every chip (giving both for one chip is an error unless they agree). ``launch_overhead``
+    (seconds or ``'0.4us'``): a per-kernel launch floor reported in a note next to the bounds, never
+    added to them (off by default)."""
     if allow_tf32 and strict_fp32:
         raise BoundError("give --allow-tf32 (the default) or --strict-fp32, not both")
     tf32 = not strict_fp32 if allow_tf32 is None else allow_tf32
@@ -160,14 +182,22 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
     measured_s = _seconds(measured, "--measured")
     latency, rate = target_seconds(target_latency, target_rate)
     override = parse_compute_dtype(compute_dtype)
-    specs = [resolve_hardware(h) for h in hws]
-    clocked = [at_clock(sp, clock) if clock is not None else (sp, None) for sp in specs]
-    clock_hz = parse_frequency(clock) if clock is not None else None
+    clocked, clocks = [], []
+    for h in hws:
+        name, at = split_clock(h) if isinstance(h, str) else (h, None)
+        if at is not None and clock is not None and parse_frequency(at, "--hw") != parse_frequency(clock):
+            raise BoundError(f"--hw {h}: the clock after @ disagrees with --clock {clock}; give one")
+        chip_clock = at if at is not None else clock
+        hz = parse_frequency(chip_clock, f"--hw {h}" if at is not None else "--clock") \
+            if chip_clock is not None else None
+        sp = resolve_hardware(name)
+        clocked.append(at_clock(sp, hz) if hz is not None else (sp, None))
+        clocks.append(hz)
+    launch_s = _seconds(launch_overhead, "--launch-overhead")
     g = resolve_graph(graph)
     if dtype is not None:
         g = cast_graph(g, dtype)
-    options = Options(tf32, None if dtype is None else cast_graph_name(dtype),
-                      tuple(sorted(override.items())), strict_dequant, clock_hz)
+    cast = None if dtype is None else cast_graph_name(dtype)
     reports = []
     cap_bytes = parse_bytes(capacity)
     with _gc_paused():
@@ -177,7 +207,8 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
         pplan = analyse(g, gm, policy)
         spans = kernel_groups(g, pplan.absorbed)
         ktraffic = kernel_traffic(g, traffic, spans, chains.exposed())
-        for spec, clock_note in clocked:
+        for (spec, clock_note), clock_hz in zip(clocked, clocks, strict=True):
+            options = Options(tf32, cast, tuple(sorted(override.items())), strict_dequant, clock_hz)
             s, s_source = on_chip_capacity(spec, cap_bytes) if residency else (0.0, "--no-residency")
             dram = dram_bytes(g, traffic, s, chains)
             kdram = dram_bytes(g, ktraffic, s, chains)
@@ -189,6 +220,8 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
                 r = with_cache_aware(r, g, gm, spec, capacity, cache_bound, residency)
             if latency is not None:
                 r = replace(r, inverse=inverse_roofline(r, latency, rate))
+            if launch_s is not None:
+                r = replace(r, notes=(*r.notes, launch_note(r, launch_s)))
             reports.append(r)
     return reports
 

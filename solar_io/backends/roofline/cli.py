@@ -26,7 +26,8 @@ FORMATS = ("table", "yaml", "json")
 def bound_command(
     graph: Path = typer.Argument(..., metavar="GRAPH", help="An einsum-graph file."),
     hw: str = typer.Option(..., "--hw", help="Chip name, alias or spec path; several separated by commas "
-                                             "(b200,h100-pcie,thor) for a side-by-side projection."),
+                                             "(b200,h100-pcie,thor) for a side-by-side projection; NAME@CLOCK "
+                                             "(b200@1500MHz) bounds it at that core clock, as --clock does."),
     measured: str | None = typer.Option(None, "--measured", help="Measured run time (3.1ms, 500us, or seconds "
                                                                  "such as 2.5e-3): headroom = measured / SOL."),
     target_latency: str | None = typer.Option(None, "--target-latency", help="Inverse roofline for this "
@@ -47,6 +48,10 @@ def bound_command(
     clock: str | None = typer.Option(None, "--clock", help="Scale every compute peak to this core clock (1500MHz): "
                                                            "peak x clock / the spec's clock; DRAM bandwidth is "
                                                            "not scaled."),
+    launch_overhead: str | None = typer.Option(None, "--launch-overhead", help="A per-kernel launch floor "
+                                                                              "(0.4us), off by default: reported "
+                                                                              "in a note next to the bounds, "
+                                                                              "never added to them."),
     dtype: str | None = typer.Option(None, "--dtype", help="What-if: cast every floating-point tensor to this "
                                                            "dtype (bf16, fp8_e4m3, nvfp4, ...)."),
     compute_dtype: str | None = typer.Option(None, "--compute-dtype", help="Peaks of this dtype for every node "
@@ -87,7 +92,8 @@ def bound_command(
                          allow_tf32=True if allow_tf32 else None, strict_fp32=strict_fp32,
                          strict_dequant=strict_dequant, clock=clock, dtype=dtype, compute_dtype=compute_dtype,
                          cache_aware=cache_aware or cache_bound != "ilp" or capacity is not None,
-                         cache_bound=cache_bound, capacity=capacity, residency=residency)
+                         cache_bound=cache_bound, capacity=capacity, residency=residency,
+                         launch_overhead=launch_overhead)
     if plot is not None:
         from solar_io.reports.plot import plot_reports
 

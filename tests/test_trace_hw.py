@@ -1,0 +1,95 @@
+"""``--hw NAME@CLOCK`` (one clock implementation with ``--clock``) and ``--launch-overhead`` (apart from the bounds)."""
+
+from __future__ import annotations
+
+import pytest
+
+import solar_io
+from solar_io.backends.roofline.bounds import bound, bound_many
+from solar_io.backends.roofline.model import BoundError
+from solar_io.hardware.catalog import split_clock
+
+MATMUL = """format: solar-io.einsum-graph
+version: "1.1"
+name: matmul
+producer:
+  tool: solar-io
+  tool_version: 0.1.0
+  frontend: hand-written
+ranks:
+  M: 4096
+  N: 4096
+  K: 4096
+tensors:
+- name: A
+  ranks: [M, K]
+  dtype: bf16
+  role: input
+- name: B
+  ranks: [K, N]
+  dtype: bf16
+  role: weight
+- name: C
+  ranks: [M, N]
+  dtype: bf16
+  role: output
+nodes:
+- name: mm
+  kind: einsum
+  op: aten.mm
+  space: [M, N, K]
+  inputs:
+  - A[M, K]
+  - B[K, N]
+  output: C[M, N]
+  map: mul
+  reduce: add
+validation:
+  status: skipped
+  method: none
+"""
+
+
+def test_split_clock():
+    assert split_clock("b200@1500MHz") == ("b200", "1500MHz")
+    assert split_clock(" h100-sxm@1.41 GHz ") == ("h100-sxm", "1.41 GHz")
+    assert split_clock("b200") == ("b200", None)
+    assert split_clock("specs/me@home.yaml") == ("specs/me@home.yaml", None)  # not a clock: part of the path
+
+
+def test_hw_at_clock_is_the_clock_option_and_scales_compute_only():
+    g = solar_io.loads(MATMUL)
+    plain, at, opt = (bound(g, "b200", cache_aware=False), bound(g, "b200@1500MHz", cache_aware=False),
+                      bound(g, "b200", clock="1500MHz", cache_aware=False))
+    assert at.fused.time == opt.fused.time and at.unfused.time == opt.unfused.time
+    assert at.options.clock_hz == 1.5e9 and plain.options.clock_hz is None
+    # 4096^3 bf16 is compute bound on a B200: the time grows by the spec's clock (1.855 GHz) / 1.5 GHz
+    assert at.fused.bottleneck == "compute" or at.fused.compute_time >= at.fused.memory_time
+    assert at.fused.compute_time == pytest.approx(plain.fused.compute_time * 1.855 / 1.5, rel=1e-12)
+    assert at.fused.memory_time == plain.fused.memory_time  # DRAM bandwidth is not scaled
+    both = bound_many(g, ["b200@1500MHz", "h100-sxm"], cache_aware=False)
+    assert both[0].options.clock_hz == 1.5e9 and both[1].options.clock_hz is None
+    with pytest.raises(BoundError, match="disagrees with --clock"):
+        bound(g, "b200@1500MHz", clock="1400MHz", cache_aware=False)
+    assert bound(g, "b200@1500MHz", clock="1.5GHz", cache_aware=False).fused.time == at.fused.time
+
+
+def test_launch_overhead_is_reported_apart_and_off_by_default():
+    g = solar_io.loads(MATMUL)
+    base = bound(g, "b200", cache_aware=False)
+    r = bound(g, "b200", cache_aware=False, launch_overhead="0.4us")
+    assert (r.unfused.time, r.fused.time) == (base.unfused.time, base.fused.time)
+    assert not any("launch floor" in n for n in base.notes)
+    (note,) = [n for n in r.notes if n.startswith("launch floor")]
+    assert "unfused 1 kernel(s) = 400 ns" in note and "fused 1 kernel = 400 ns" in note
+
+
+def test_cli_hw_at_clock_and_launch_overhead(tmp_path, cli):
+    p = tmp_path / "mm.yaml"
+    p.write_text(MATMUL)
+    r = cli("bound", str(p), "--hw", "b200@1500MHz", "--launch-overhead", "0.4us", "--no-cache-aware",
+            "--format", "yaml")
+    assert r.returncode == 0, r.stderr
+    assert "launch floor" in r.stdout and "1.5 GHz" in r.stdout
+    bad = cli("bound", str(p), "--hw", "b200@fastHz", "--no-cache-aware")
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--hw" in bad.stderr
