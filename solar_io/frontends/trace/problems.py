@@ -49,9 +49,10 @@ def _locate(source: Path, workloads: Path | None) -> tuple[Path, Path]:
 
 def capture_problem(source: Path, outdir: Path | None, *, workloads: Path | None = None,
                     options: dict | None = None, allow_invalid: bool = False, problem: str | None = None,
-                    keep_graphs: bool = False) -> list[WorkloadResult]:
+                    keep_graphs: bool = False, sample: int | None = None) -> list[WorkloadResult]:
     """Capture every workload of a definition file or problem folder; graphs go to ``outdir`` (None:
-    not written). ``options``: validate, strict, seed, validate_budget."""
+    not written). ``options``: validate, strict, seed, validate_budget. ``sample``: only this many
+    lines, evenly spaced from the first to the last (benchmarks on a small machine)."""
     options = dict(options or {})
     label = problem or (source.name if source.is_dir() else source.parent.name)
     try:
@@ -61,6 +62,9 @@ def capture_problem(source: Path, outdir: Path | None, *, workloads: Path | None
         module = load_reference(defn)
     except SolarIOError as e:
         return [WorkloadResult(label, "-", error=str(e))]
+    if sample is not None and 0 < sample < len(lines):
+        step = (len(lines) - 1) / max(sample - 1, 1)
+        lines = [lines[round(i * step)] for i in range(sample)]
     results = []
     for item in lines:
         if isinstance(item, BadLine):

@@ -1,0 +1,165 @@
+"""SOL-ExecBench / FlashInfer-Trace corpus: capture and bound every workload, hold the bounds against
+published SOLs and measured baselines where a metadata file gives them.
+
+    .venv/bin/python benchmarks/sol_execbench.py CORPUS_DIR [--hw b200@1500MHz] [--sample N]
+        [--metadata FILE] [--out benchmarks/results/sol_execbench.md] [--cache-bound ilp|floor]
+
+CORPUS_DIR holds problem folders (definition.json, workload.jsonl, optionally reference.py), in
+subset folders (L1, L2, Quant, FlashInfer-Bench) or not. Per workload it prints: captured (or the
+failure's category and line), opaque nodes, unfused / fused / cache-aware SOL on the chip, the
+published SOL and the measured baseline where known, the ratios, and every violation (a fused or
+cache-aware SOL above a measured latency: a bound that a real run beat). Per subset it prints the
+totals and the median capture + bound seconds per workload. The report (markdown) goes to --out.
+
+Metadata (optional): a JSON file {"<definition name>": {"<workload uuid>": {"sol_ms": x,
+"baseline_ms": y}}}, given with --metadata or found as ``metadata.json`` beside a definition. No
+public mirror of the B200 leaderboard values was found next to the problem files used here, so
+without it those columns are empty and the violation check has nothing to hold the bounds against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from solar_io.backends.roofline.bounds import bound_many
+from solar_io.errors import SolarIOError
+from solar_io.frontends.trace.detect import problem_dirs
+from solar_io.frontends.trace.problems import capture_problem
+
+#: failure categories, in the order they are tried: (name, words any of which the message holds).
+CATEGORIES = (
+    ("data-dependent shape or branch (issue 18: value-specialised capture)",
+     ("data-dependent", "DataDependent", "GuardOnDataDependent", "data dependent", "nonzero", "unbacked")),
+    ("dtype with no einsum-graph equivalent", ("has no einsum-graph equivalent",)),
+    ("complex numbers / FFT", ("complex", "fft")),
+    ("validation failed", ("validation failed",)),
+    ("definition or workload line malformed", ("axes.", "inputs.", "constraints", "dtype", "reference:")),
+    ("torch.export failed (other)", ("torch.export failed",)),
+)
+
+
+def category(message: str) -> str:
+    """The failure category of a one-line capture error."""
+    low = message.lower()
+    for name, words in CATEGORIES:
+        if any(w.lower() in low for w in words):
+            return name
+    return "other"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e3:.4g}"
+
+
+def _metadata(path: Path | None, problem: Path) -> dict:
+    for p in (path, problem / "metadata.json"):
+        if p is not None and p.is_file():
+            return json.loads(p.read_text())
+    return {}
+
+
+def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_bound: str) -> dict:
+    """Capture and bound the corpus; the rows and totals of the report."""
+    rows, failures = [], []
+    for d in problem_dirs(corpus):
+        rel = d.relative_to(corpus)
+        subset = rel.parts[0] if len(rel.parts) > 1 else "-"
+        t0 = time.perf_counter()
+        results = capture_problem(d, None, options={"validate": True}, problem=str(rel), keep_graphs=True,
+                                  sample=sample)
+        meta = _metadata(metadata, d)
+        for r in results:
+            row = {"subset": subset, "problem": str(rel), "key": r.key, "captured": r.status == "captured",
+                   "opaque": len(r.opaque), "capture_s": r.seconds, "error": r.error}
+            if r.graph is not None:
+                t1 = time.perf_counter()
+                try:
+                    (rep,) = bound_many(r.graph, [hw], cache_aware=True, cache_bound=cache_bound)
+                    row.update(unfused=rep.unfused.time, fused=rep.fused.time, cache=rep.cache_aware.time)
+                except SolarIOError as e:
+                    row["captured"], row["error"] = False, f"bound: {e}"
+                row["bound_s"] = time.perf_counter() - t1
+                m = meta.get(r.graph.name, {}).get(r.key, {})
+                row["sol"] = m.get("sol_ms") / 1e3 if m.get("sol_ms") else None
+                row["baseline"] = m.get("baseline_ms") / 1e3 if m.get("baseline_ms") else None
+            if not row["captured"]:
+                failures.append((subset, category(row["error"]), row["error"]))
+            rows.append(row)
+        print(f"{rel}: {sum(r['captured'] for r in rows if r['problem'] == str(rel))}/{len(results)} captured "
+              f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return {"rows": rows, "failures": failures}
+
+
+def violations(rows: list[dict]) -> list[str]:
+    """Every fused or cache-aware SOL above a measured baseline."""
+    out = []
+    for r in rows:
+        b = r.get("baseline")
+        for fid in ("fused", "cache"):
+            if b is not None and r.get(fid) is not None and r[fid] > b:
+                out.append(f"{r['problem']}:{r['key']}: {fid} SOL {_ms(r[fid])} ms > measured {_ms(b)} ms")
+    return out
+
+
+def report(data: dict, hw: str, command: str) -> str:
+    """The markdown report: per subset, per workload, violations, failure categories."""
+    rows, failures = data["rows"], data["failures"]
+    lines = [f"# SOL-ExecBench corpus on {hw}", "", f"Command: `{command}`", ""]
+    lines += ["| subset | workloads | captured | with opaque nodes | median capture+bound s | max s |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    by = defaultdict(list)
+    for r in rows:
+        by[r["subset"]].append(r)
+    for subset, rs in [*sorted(by.items()), ("all", rows)]:
+        secs = [r["capture_s"] + r.get("bound_s", 0.0) for r in rs if r["captured"]]
+        lines.append(f"| {subset} | {len(rs)} | {sum(r['captured'] for r in rs)} | "
+                     f"{sum(r['opaque'] > 0 for r in rs if r['captured'])} | "
+                     f"{statistics.median(secs) if secs else 0:.2f} | {max(secs) if secs else 0:.2f} |")
+    viol = violations(rows)
+    known = sum(r.get("baseline") is not None for r in rows)
+    lines += ["", f"Violations (fused or cache-aware SOL above a measured baseline): {len(viol)} of {known} "
+              "workloads with a measured baseline.", *[f"- {v}" for v in viol], ""]
+    lines += ["## Capture failures by category", "", "| category | workloads | subsets | example |",
+              "| --- | --- | --- | --- |"]
+    cats = Counter(c for _, c, _ in failures)
+    for c, n in cats.most_common():
+        ex = next(e for _, cc, e in failures if cc == c)
+        subs = ", ".join(sorted({s for s, cc, _ in failures if cc == c}))
+        lines.append(f"| {c} | {n} | {subs} | `{ex[:220].replace('|', '/')}` |")
+    lines += ["", "## Workloads", "",
+              "| workload | captured | opaque | unfused ms | fused ms | cache-aware ms | published SOL ms | "
+              "baseline ms | baseline / fused |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        ratio = (f"{r['baseline'] / r['fused']:.3g}" if r.get("baseline") and r.get("fused") else "-")
+        lines.append(f"| {r['problem']}:{r['key']} | {'yes' if r['captured'] else 'no'} | {r['opaque']} | "
+                     f"{_ms(r.get('unfused'))} | {_ms(r.get('fused'))} | {_ms(r.get('cache'))} | "
+                     f"{_ms(r.get('sol'))} | {_ms(r.get('baseline'))} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--hw", default="b200@1500MHz", help="chip (default b200@1500MHz, the harness's lock)")
+    ap.add_argument("--sample", type=int, default=None, help="workloads per problem, evenly spaced (default all)")
+    ap.add_argument("--metadata", type=Path, default=None)
+    ap.add_argument("--cache-bound", default="ilp", choices=("ilp", "floor"))
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/sol_execbench.md"))
+    a = ap.parse_args()
+    data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound)
+    text = report(data, a.hw, " ".join(["python", *sys.argv]))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(text)
+    for line in text.splitlines()[:14]:
+        print(line)
+    print(f"report written to {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
