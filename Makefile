@@ -28,11 +28,13 @@ run: venv
 # Lint and the whole test suite: every test but the timing-sensitive ones on all CPUs (pytest-xdist;
 # tests marked xdist_group share one worker, and so one expensive fixture), then those alone on a
 # quiet machine (a probe and the runs checked against it must not share the CPUs with other tests).
+# The second run collects only the files that mark a test serial (collecting all of them takes a minute).
 PYTEST_WORKERS ?= auto
+SERIAL_TESTS   := $(shell grep -l 'mark\.serial' tests/test_*.py)
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m "not serial"
-	$(BIN)/python -m pytest -q -m serial
+	$(if $(SERIAL_TESTS),$(BIN)/python -m pytest -q -m serial $(SERIAL_TESTS))
 
 bench: venv
 	$(BIN)/python benchmarks/bench_io.py
