@@ -9,6 +9,7 @@ output-stationary matmul schedules; and on the issue's 4096^3 bf16 matmul at 1 M
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -62,25 +63,37 @@ def literal(e: Einsum, tile: dict[str, int], order: tuple[str, ...]) -> tuple[fl
     return total, ws
 
 
-def exhaustive(e: Einsum, cap: float) -> tuple[float, float, float]:
-    """Over every integer tiling and loop order: (least model traffic among those that fit as the
-    model counts, least literal traffic among those that literally fit, least relaxed traffic)."""
+@functools.cache
+def _table(name: str) -> list[tuple[float, float, float, list[tuple[float, float, float]]]]:
+    """Every integer tiling of ``SMALL[name]``: (model, literal and relaxed working sets, and per
+    loop order of its tiled ranks the model, literal and relaxed traffic)."""
+    e = SMALL[name]
     size = e.size
-    best_model = best_literal = best_relaxed = math.inf
+    rows = []
     for tiles in itertools.product(*(range(1, n + 1) for n in e.sizes)):
         tile = dict(zip(e.space, tiles, strict=True))
-        model_fits = working_set(e, tile) <= cap
-        relaxed_fits = relaxed_working_set(e, tile) <= cap
         live = [r for r in e.space if tile[r] < size[r]]
+        per = []
+        ws = 0.0
         for order in itertools.permutations(live):
-            if model_fits:
-                best_model = min(best_model, math.fsum(traffic(e, tile, order)))
             q, ws = literal(e, tile, order)
-            if ws <= cap:
-                best_literal = min(best_literal, q)
-            if relaxed_fits:
-                best_relaxed = min(best_relaxed, math.fsum(relaxed_traffic(e, tile, tile, order)))
-    return best_model, best_literal, best_relaxed
+            per.append((math.fsum(traffic(e, tile, order)), q, math.fsum(relaxed_traffic(e, tile, tile, order))))
+        if not live:
+            ws = literal(e, tile, ())[1]
+        rows.append((working_set(e, tile), ws, relaxed_working_set(e, tile), per))
+    return rows
+
+
+def exhaustive(name: str, cap: float) -> tuple[float, float, float]:
+    """Over every integer tiling and loop order of ``SMALL[name]``: (least model traffic among those
+    that fit as the model counts, least literal traffic among those that literally fit, least
+    relaxed traffic among those the relaxation lets fit)."""
+    best = [math.inf, math.inf, math.inf]
+    for row in _table(name):
+        for k in range(3):
+            if row[k] <= cap:
+                best[k] = min(best[k], min(p[k] for p in row[3]))
+    return best[0], best[1], best[2]
 
 
 def conv1d(pad: bool) -> Einsum:
@@ -112,6 +125,7 @@ SMALL = {
                 "C[B, M, N]"),
     "conv1d-window": conv1d(False),
     "conv1d-strided-padded": conv1d(True),
+    "offset": make({"P": 6, "H": 6}, [("x", "H", "input"), ("y", "P", "output")], "P", ["x[P + 1]"], "y[P]"),
     "elementwise-bias": make({"M": 9, "N": 13}, [("x", "MN", "input"), ("b", "N", "input"), ("z", "MN", "output")],
                              "MN", ["x[M, N]", "b[N]"], "z[M, N]"),
 }
@@ -122,13 +136,13 @@ SMALL = {
 CLOSE = {"conv1d-strided-padded": 1.65}
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", sorted(set(SMALL) - {"offset"}))
 def test_bound_below_every_integer_tiling(name: str) -> None:
     e = SMALL[name]
     clear_cache()
     for cap in capacities(e, 5):
         t = solve(e, cap)
-        model, lit, relaxed = exhaustive(e, cap)
+        model, lit, relaxed = exhaustive(name, cap)
         assert t.traffic is not None and not t.timed_out
         assert t.traffic <= min(model, lit) * (1 + 1e-9), (name, cap)
         assert t.traffic == pytest.approx(relaxed, rel=1e-9)  # small ranks: every option one exact tile
@@ -147,7 +161,7 @@ def test_today_misses_ragged_tiles() -> None:
     divisor_best = min(math.fsum(traffic(e, t, o)) for tiles in itertools.product(*((1, n) for n in e.sizes))
                        if working_set(e, t := dict(zip(e.space, tiles, strict=True))) <= cap
                        for o in itertools.permutations(r for r in e.space if t[r] < e.size[r]))
-    model, _, _ = exhaustive(e, cap)
+    model, _, _ = exhaustive("matmul-7x13x11", cap)
     assert model < divisor_best
     assert solve(e, cap).traffic <= model
 
@@ -197,14 +211,14 @@ def test_enumeration_equals_ilp(name: str) -> None:
 
 def test_forced_ilp_path_is_also_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ilp, "MAX_RANKS", 0)  # every round by the integer program
-    e = make({"M": 40, "N": 36, "K": 30}, [("A", "MK", "input"), ("B", "KN", "input"), ("C", "MN", "output")],
+    e = make({"M": 20, "N": 18, "K": 12}, [("A", "MK", "input"), ("B", "KN", "input"), ("C", "MN", "output")],
              "MNK", ["A[M, K]", "B[K, N]"], "C[M, N]")
     clear_cache()
-    for cap in (4 * 150.0, 4 * 700.0):
+    for cap in (4 * 90.0,):
         t = solve(e, cap)
         assert t.traffic is not None and t.rounds >= 1
         assert t.traffic <= t.achieved and t.traffic >= floor(e, cap).compulsory
-        best = _best_output_stationary(40, 36, 30, cap / 4) * 4
+        best = _best_output_stationary(20, 18, 12, cap / 4) * 4
         assert t.traffic <= best
     clear_cache()
 
@@ -270,9 +284,8 @@ def test_issue_4096_matmul_on_h100_at_1mib() -> None:
 def test_offset_access_is_not_counted_as_whole_rank() -> None:
     # x[P + 1] over an extent of P: one element of each sweep is out of range (the model's plain
     # count would say P); the bound stays at or below what is really read.
-    e = make({"P": 6, "H": 6}, [("x", "H", "input"), ("y", "P", "output")], "P", ["x[P + 1]"], "y[P]")
     clear_cache()
-    for cap in capacities(e, 3):
-        t = solve(e, cap)
-        _, lit, _ = exhaustive(e, cap)
+    for cap in capacities(SMALL["offset"], 3):
+        t = solve(SMALL["offset"], cap)
+        _, lit, _ = exhaustive("offset", cap)
         assert t.traffic <= lit
