@@ -92,6 +92,7 @@ def test_axes_of_each_kind_resolve_expr_of_expr():
     (lambda d: d["inputs"]["A"].update(dtype="float12"), "inputs.A.dtype", "unknown dtype 'float12'"),
     (lambda d: d["inputs"]["A"].update(shape=["M", "Z"]), r"inputs.A.shape\[1\]", "'Z' is not an axis"),
     (lambda d: d["constraints"].append("M ==== 2"), r"constraints\[2\]", "does not parse"),
+    (lambda d: d["inputs"]["A"].update(shape=["M", "K * Q"]), r"inputs.A.shape\[1\]", "names Q, not an axis"),
     (lambda d: d.pop("axes"), "axes", "missing"),
 ])
 def test_bad_definitions_name_the_file_and_field(tmp_path, change, field, words):
@@ -103,8 +104,12 @@ def test_bad_definitions_name_the_file_and_field(tmp_path, change, field, words)
         read_definition(p)
 
 
-def test_specs_scalars_zero_d_and_every_dtype_of_the_format():
+def test_specs_scalars_zero_d_literal_and_arithmetic_sizes_and_every_dtype_of_the_format():
+    from solar_io.frontends.trace.inputs import shape_of
+
     doc = json.loads(json.dumps(GEMM))
+    doc["inputs"]["pairs"] = {"shape": ["M", "2", "K // 2"], "dtype": "bfloat16"}  # sizes as the corpus writes them
+    assert shape_of(parse_definition(doc, "def.json", "0" * 64).inputs["pairs"], {"M": 6, "K": 32}) == (6, 2, 16)
     doc["inputs"]["scale"] = {"shape": [], "dtype": "float32"}
     d = parse_definition(doc, "def.json", "0" * 64)
     assert d.inputs["alpha"].scalar and d.inputs["scale"].shape == () and not d.inputs["scale"].scalar

@@ -172,6 +172,14 @@ def _check_expression(expr: str, known: set[str], file: str, where: str, *, logi
         raise _fail(file, where, str(e)) from None
 
 
+def names_in_or_none(text: str) -> set[str] | None:
+    """The names of an arithmetic shape entry, or None when it does not parse as an expression."""
+    try:
+        return names_in(text) or None
+    except ExprError:
+        return None
+
+
 def _no_cycles(axes: dict[str, Axis], file: str) -> None:
     deps = {n: names_in(a.expression or "") for n, a in axes.items() if a.kind == "expr"}
     state: dict[str, int] = {}
@@ -213,9 +221,11 @@ def _tensors(v: Any, key: str, axes: dict[str, Axis], file: str) -> dict[str, Te
         if not isinstance(shape, list):
             raise _fail(file, f"{where}.shape", f"must be a list of axis names or null, got {shape!r}")
         for i, s in enumerate(shape):
-            if isinstance(s, str):
-                if s not in axes:
-                    raise _fail(file, f"{where}.shape[{i}]", f"{s!r} is not an axis (axes: {', '.join(axes)})")
+            if isinstance(s, str):  # an axis name, a literal size ("2"), or arithmetic over axes
+                if s not in axes and not s.strip().isdigit():
+                    if s.isidentifier() or not names_in_or_none(s):
+                        raise _fail(file, f"{where}.shape[{i}]", f"{s!r} is not an axis (axes: {', '.join(axes)})")
+                    _check_expression(s, set(axes), file, f"{where}.shape[{i}]")
             elif type(s) is not int or s < 0:
                 raise _fail(file, f"{where}.shape[{i}]", f"must be an axis name, got {s!r}")
         out[name] = TensorSpec(name, tuple(shape), dt)

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ..common.errors import CaptureError
+from .axes import evaluate
 from .definition import DTYPES, Definition, TensorSpec
 from .workload import Workload
 
@@ -42,7 +43,17 @@ def torch_dtype(spec: TensorSpec, where: str) -> torch.dtype:
 
 def shape_of(spec: TensorSpec, sizes: dict[str, int]) -> tuple[int, ...]:
     """The concrete shape of a tensor spec (axis names replaced by their sizes)."""
-    return tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape or ())
+    out = []
+    for s in spec.shape or ():
+        if not isinstance(s, str):
+            out.append(s)
+        elif s in sizes:
+            out.append(sizes[s])
+        elif s.strip().isdigit():
+            out.append(int(s))
+        else:  # arithmetic over axes, checked when the definition was read
+            out.append(int(evaluate(s, sizes)))
+    return tuple(out)
 
 
 def read_safetensors(path: Path, key: str, where: str) -> torch.Tensor:
@@ -125,8 +136,14 @@ def input_factory(defn: Definition, wl: Workload, module: Any, order: list[str])
             spec = defn.inputs.get(name) or defn.outputs[name]
             src = wl.inputs.get(name)
             where = f"{wl.where}: inputs.{name}"
-            if spec.scalar:
-                args.append(src.value)  # type: ignore[union-attr]
+            if spec.scalar:  # a Python scalar: the workload's value, or what the generator made
+                if src.kind == "custom":  # type: ignore[union-attr]
+                    if name not in made:
+                        raise CaptureError(f"{where}: {defn.custom_entry}() did not return {name!r}")
+                    value = made[name]
+                    args.append(value.item() if isinstance(value, torch.Tensor) and value.dim() == 0 else value)
+                else:
+                    args.append(src.value)  # type: ignore[union-attr]
                 continue
             dt = torch_dtype(spec, where)
             shape = shape_of(spec, wl.sizes)
