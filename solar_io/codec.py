@@ -36,7 +36,7 @@ TOP_KEYS = ("format", "version", "name", "producer", "ranks", "tensors", "nodes"
 PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256", "workload")
 _PRODUCER_STRINGS = PRODUCER_KEYS[:-1]
 WORKLOAD_KEYS = ("definition", "uuid", "index", "axes", "tolerance")
-TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value")
+TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value", "generated")
 NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
              "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "attrs")
 VALIDATION_KEYS = ("status", "method", "reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error",
@@ -273,9 +273,13 @@ def _tensors(dec: _Decoder, v: Any) -> tuple[Tensor, ...]:
         value = dec.get(d, "value", path, (float,), False, f"tensor {name}")
         if value is not None and role != "constant":
             dec.err(path + ("value",), "only tensors with role 'constant' may have a value")
+        dec.since(d, "tensor", path)
+        generated = dec.get(d, "generated", path, (bool,), False, f"tensor {name}")
+        if generated is not None and (role != "constant" or value is not None or generated is not True):
+            dec.err(path + ("generated",), "only constants without a value may be generated, as 'generated: true'")
         if len(dec.issues) == n0:
             out.append(Tensor(name, ranks, dt, role, None if density is None else float(density),
-                              None if value is None else float(value)))
+                              None if value is None else float(value), bool(generated)))
     return tuple(out)
 
 
@@ -497,6 +501,8 @@ def _encode_tensor(t: Tensor) -> dict:
         d["density"] = t.density
     if t.value is not None:
         d["value"] = t.value
+    if t.generated:
+        d["generated"] = True
     return d
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 from .affine import Access
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.1"
+FORMAT_VERSION = "1.2"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 KINDS = ("einsum", "data_movement", "opaque")
@@ -58,7 +58,10 @@ class Tensor:
 
     ``density`` is the fraction of non-zero elements of a tensor stored compressed (1.0 =
     dense). ``value`` is set only on constants that are one repeated scalar (an immediate,
-    materialised by the kernel and never read from memory).
+    materialised by the kernel and never read from memory). ``generated`` (format 1.2) marks a
+    constant whose contents are a function of its indices that the source program computes where
+    it uses them (a causal mask, an ``arange``, a resampling index table): it is never read from
+    memory either, so it moves no bytes; its contents are supplied to the executor like a weight's.
     """
 
     name: str
@@ -67,6 +70,7 @@ class Tensor:
     role: str
     density: float | None = None
     value: float | None = None
+    generated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ class GraphMetrics:
 
 def tensor_bytes(g: Graph, t: Tensor, elements: float | None = None) -> float:
     """Bytes of ``elements`` elements of ``t`` (default all), at its width and density."""
-    if t.value is not None:
+    if t.value is not None or t.generated:
         return 0.0
     n = float(prod(g.shape(t.name))) if elements is None else elements
     return n * DTYPES[t.dtype].bits / 8.0 * (1.0 if t.density is None else t.density)

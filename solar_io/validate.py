@@ -61,6 +61,11 @@ class _Validator:
                     self.err(("tensors", i, "ranks", j), f"tensor {t.name}: rank {r} is not declared in ranks")
             if t.value is not None and t.role != "constant":
                 self.err(("tensors", i, "value"), f"tensor {t.name}: only constants may have a value")
+            if t.generated and (t.role != "constant" or t.value is not None):
+                self.err(("tensors", i, "generated"), f"tensor {t.name}: only constants without a value may be "
+                                                      "generated")
+            if t.generated and (msg := too_new("field 'generated'", SINCE[("tensor", "generated")], self.version)):
+                self.err(("tensors", i, "generated"), msg)
         names: set[str] = set()
         for i, n in enumerate(g.nodes):
             if n.name in names:

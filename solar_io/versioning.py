@@ -51,8 +51,9 @@ SINCE: dict[tuple[str, str], tuple[int, int]] = {
     ("node", "init"): (1, 1),
     ("validation", "model"): (1, 1),
     ("validation", "attempts"): (1, 1),
-    ("validation", "unchecked"): (1, 1),
-    ("producer", "workload"): (1, 1),
+    ("validation", "unchecked"): (1, 2),
+    ("producer", "workload"): (1, 2),
+    ("tensor", "generated"): (1, 2),
 }
 #: The version since which an einsum's output may be indexed through ``@t`` (a scatter).
 OUTPUT_INDIRECT_SINCE: tuple[int, int] = (1, 1)

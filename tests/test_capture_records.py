@@ -244,14 +244,15 @@ def test_a_wrong_value_downstream_of_an_unchecked_node_still_fails() -> None:
     assert v.status == "failed"
 
 
-def test_unchecked_round_trips_and_is_refused_in_a_1_0_file() -> None:
+def test_unchecked_round_trips_and_is_refused_in_a_1_0_or_1_1_file() -> None:
     g = capture(MODELS / "deepseek_histc.py").graph
     text = dumps(g)
     assert "unchecked:\n  - node: histc\n    op: aten.histc\n" in text
     assert loads(text) == g
-    old = text.replace('version: "1.1"', 'version: "1.0"', 1)
-    with pytest.raises(Exception, match="unchecked"):
-        loads(old)
+    for old_version in ("1.0", "1.1"):
+        old = text.replace('version: "1.2"', f'version: "{old_version}"', 1)
+        with pytest.raises(Exception, match=f"unchecked.*new in format 1.2; this file says version {old_version}"):
+            loads(old)
     bad = dataclasses.replace(g, validation=dataclasses.replace(g.validation, unchecked=(
         Unchecked("nope", "aten.histc", "x"),)))
     assert any("unchecked node 'nope'" in i.message for i in validate(bad))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from solar_io import dumps, load, loads
+from solar_io import FORMAT_VERSION, dumps, load, loads
 
 NONCANONICAL = """\
 format: "solar-io.einsum-graph"
@@ -29,7 +29,7 @@ validation: {status: skipped, method: none}
 
 def test_version(cli):
     r = cli("--version")
-    assert r.returncode == 0 and "solar-io" in r.stdout and "format 1.1" in r.stdout
+    assert r.returncode == 0 and "solar-io" in r.stdout and f"format {FORMAT_VERSION}" in r.stdout
 
 
 def test_check_ok_and_exit_codes(cli, tmp_path, matmul_text):
@@ -94,7 +94,7 @@ def test_migrate_rewrites_current_version(cli, tmp_path):
     out = tmp_path / "new.yaml"
     r = cli("migrate", str(f), "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert f.read_text() == NONCANONICAL and load(out) == replace(load(f), version="1.1")
+    assert f.read_text() == NONCANONICAL and load(out) == replace(load(f), version=FORMAT_VERSION)
     assert cli("fmt", "--check", str(out)).returncode == 0
     newer = tmp_path / "v2.yaml"
     newer.write_text(NONCANONICAL.replace("version: '1.0'", "version: '2.0'"))

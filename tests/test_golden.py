@@ -39,7 +39,11 @@ V1_0_VALIDATION_KEYS = ("status", "method", "reference", "seed", "rtol", "atol",
 V1_1_MAP_OPS = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "erfc", "erfinv",
                 "log1p", "expm1", "log2", "log10", "exp2", "trunc", "fmod", "remainder")
 V1_1_NODE_FIELDS = ("scan", "init")
-V1_1_VALIDATION_KEYS = ("model", "attempts", "unchecked")
+V1_1_VALIDATION_KEYS = ("model", "attempts")
+# What 1.2 added, frozen likewise.
+V1_2_VALIDATION_KEYS = ("unchecked",)
+V1_2_PRODUCER_KEYS = ("workload",)
+V1_2_TENSOR_KEYS = ("generated",)
 
 
 def _id(p: Path) -> str:
@@ -118,7 +122,7 @@ def test_golden_files_exist_for_v1_1():
 
 
 def test_v1_1_additions_are_known_and_covered_by_its_golden_files():
-    assert set(V1_0_VALIDATION_KEYS) | set(V1_1_VALIDATION_KEYS) == set(VALIDATION_KEYS)
+    assert set(V1_0_VALIDATION_KEYS) | set(V1_1_VALIDATION_KEYS) | set(V1_2_VALIDATION_KEYS) == set(VALIDATION_KEYS)
     assert set(V1_0_MAP_OPS) | set(V1_1_MAP_OPS) <= set(ops.MAP_OPS)
     assert {m.name for m in ops.MAP_OPS.values() if m.since == (1, 1)} == set(V1_1_MAP_OPS)
     docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.1"]
@@ -130,8 +134,60 @@ def test_v1_1_additions_are_known_and_covered_by_its_golden_files():
     assert all(any(k in d["validation"] for d in docs) for k in V1_1_VALIDATION_KEYS)
 
 
+def test_v1_2_additions_are_known_and_covered_by_its_golden_files():
+    from solar_io.codec import PRODUCER_KEYS, TENSOR_KEYS
+    from solar_io.versioning import SINCE
+
+    assert {k for (_, k), v in SINCE.items() if v == (1, 2)} == set(
+        V1_2_VALIDATION_KEYS + V1_2_PRODUCER_KEYS + V1_2_TENSOR_KEYS)
+    assert set(V1_2_PRODUCER_KEYS) <= set(PRODUCER_KEYS) and set(V1_2_TENSOR_KEYS) <= set(TENSOR_KEYS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.2"]
+    assert all(any(k in d["validation"] for d in docs) for k in V1_2_VALIDATION_KEYS)
+    assert all(any(k in d["producer"] for d in docs) for k in V1_2_PRODUCER_KEYS)
+    assert all(any(k in t for d in docs for t in d["tensors"]) for k in V1_2_TENSOR_KEYS)
+
+
+@pytest.mark.parametrize("record, field", [("validation", "unchecked"), ("producer", "workload"),
+                                           ("tensors", "generated")])
+@pytest.mark.parametrize("old", ["1.0", "1.1"])
+def test_a_1_0_or_1_1_file_cannot_use_what_1_2_added(record: str, field: str, old: str):
+    """Decoder and schema both refuse a 1.2 field in an older file, naming the field and the version."""
+    from solar_io.codec import decode
+    from solar_io.errors import GraphError
+
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.2"]
+    doc = next(d for d in docs if (any(field in t for t in d["tensors"]) if record == "tensors"
+                                   else field in d[record]))
+    assert Draft202012Validator(SCHEMA).is_valid(doc)
+    doc["version"] = old
+    for key in V1_2_VALIDATION_KEYS:  # strip what 1.2 added, except the field under test
+        if (record, field) != ("validation", key):
+            doc["validation"].pop(key, None)
+    if (record, field) != ("producer", "workload"):
+        doc["producer"].pop("workload", None)
+    if record != "tensors":
+        for t in doc["tensors"]:
+            t.pop("generated", None)
+    assert not Draft202012Validator(SCHEMA).is_valid(doc)
+    with pytest.raises(GraphError, match=f"{field}.*new in format 1.2; this file says version {old}"):
+        decode(doc)
+
+
+def test_generated_constants_move_no_bytes():
+    """The 1.2 golden causal attention / tril / arange graph: its generated constants (mask, arange)
+    cross no DRAM boundary; the boundary is q, k, v, x and the three outputs, counted by hand."""
+    g = solar_io.load(GOLDEN / "v1.2" / "generated_constants.yaml")
+    assert {t.name for t in g.tensors if t.generated} == {
+        "scaled_dot_product_attention.causal_mask", "tril.mask", "arange.arange"}
+    m = solar_io.graph_metrics(g)
+    hand = 3 * 48 * 4 + 48 * 4 + 25 * 4 + 25 * 4 + 6 * 8  # q, k, v; attention out; x; tril out; arange * 2
+    assert m.boundary_bytes == hand
+    r = solar_io.bound(g, "h100-pcie", residency=False)
+    assert r.fused.bytes == hand
+
+
 @pytest.mark.parametrize("path", [p for p in FILES if p.parent.name == "v1.0"], ids=_id)
-def test_v1_0_file_keeps_its_version_and_migrates_to_1_1(path: Path):
+def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path):
     """A 1.0 file loads as 1.0 and dumps unchanged; migrating only changes the version line."""
     from solar_io.codec import decode
     from solar_io.versioning import migrate
@@ -140,10 +196,10 @@ def test_v1_0_file_keeps_its_version_and_migrates_to_1_1(path: Path):
     g = solar_io.loads(text)
     assert g.version == "1.0" and solar_io.dumps(g) == text
     new = migrate(yaml.safe_load(text))
-    assert new["version"] == "1.1" == solar_io.FORMAT_VERSION
+    assert new["version"] == "1.2" == solar_io.FORMAT_VERSION
     g2, issues = decode(new)
-    assert issues == [] and g2.version == "1.1"
-    assert solar_io.dumps(g2) == text.replace('version: "1.0"', 'version: "1.1"', 1)
+    assert issues == [] and g2.version == "1.2"
+    assert solar_io.dumps(g2) == text.replace('version: "1.0"', 'version: "1.2"', 1)
 
 
 @pytest.mark.parametrize("field, value, where", [

@@ -160,8 +160,8 @@ def einsum_of(g: Graph, node: Node) -> Einsum | None:
     for out, accesses in ((False, node.inputs), (True, node.outputs)):
         for a in accesses:
             t = tmap[a.tensor]
-            if t.value is not None or (out, a) in seen:
-                continue  # an immediate (no memory), or the same access twice (one operand)
+            if t.value is not None or t.generated or (out, a) in seen:
+                continue  # an immediate or generated constant (no memory), or the same access twice (one operand)
             seen.add((out, a))
             if a.index is None or any(type(e) is not AffineExpr for e in a.index):
                 return None

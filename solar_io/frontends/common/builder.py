@@ -61,6 +61,7 @@ class TensorInfo:
     value: float | None = None
     hints: tuple[str, ...] = ()
     density: float | None = None
+    generated: bool = False
 
 
 @dataclass
@@ -148,11 +149,15 @@ class GraphBuilder:
         return name
 
     def tensor(self, name: str, ranks: Sequence[str], dtype: str, role: str = "intermediate",
-               value: float | None = None) -> str:
-        """Declare a tensor with known ranks; returns its (unique) name."""
+               value: float | None = None, generated: bool = False) -> str:
+        """Declare a tensor with known ranks; returns its (unique) name.
+
+        ``generated``: a constant the source program computes from indices where it uses it
+        (a causal mask, an arange), never read from memory.
+        """
         name = self.unique_name(name)
         shape = tuple(self.sizes[r] for r in ranks)
-        self.tensors[name] = TensorInfo(name, shape, dtype, role, tuple(ranks), value)
+        self.tensors[name] = TensorInfo(name, shape, dtype, role, tuple(ranks), value, generated=generated)
         return name
 
     def constant(self, base: str, value: float, dtype: str) -> str:
@@ -283,7 +288,7 @@ class GraphBuilder:
             if t.name not in read:
                 continue
             ranks = self.ranks(t.name)
-            tensors.append(Tensor(t.name, ranks, t.dtype, t.role, t.density, t.value))
+            tensors.append(Tensor(t.name, ranks, t.dtype, t.role, t.density, t.value, t.generated))
         used = {r for t in tensors for r in t.ranks} | {r for n in nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.sizes.items() if r in used)
         return Graph(ranks, tuple(tensors), tuple(nodes), producer or Producer(), validation or Validation(),

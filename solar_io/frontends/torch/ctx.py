@@ -122,7 +122,7 @@ class LowerCtx:
         full_key = (key, tuple(ranks), dtype) if key is not None else None
         if full_key is not None and full_key in self.data_cache:
             return self.data_cache[full_key]
-        t = T(self.b.tensor(f"{self.name}.{suffix}", ranks, dtype, "constant"))
+        t = T(self.b.tensor(f"{self.name}.{suffix}", ranks, dtype, "constant", generated=True))
         self.const_data[t.name] = arr
         if full_key is not None:
             self.data_cache[full_key] = t
