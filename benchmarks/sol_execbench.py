@@ -38,7 +38,7 @@ CATEGORIES = (
      ("data-dependent", "DataDependent", "GuardOnDataDependent", "data dependent", "nonzero", "unbacked")),
     ("dtype with no einsum-graph equivalent", ("has no einsum-graph equivalent",)),
     ("complex numbers / FFT", ("complex", "fft")),
-    ("validation failed", ("validation failed",)),
+    ("validation failed (graph and eager PyTorch disagree)", ("validation failed",)),
     ("definition or workload line malformed", ("axes.", "inputs.", "constraints", "dtype", "reference:")),
     ("torch.export failed (other)", ("torch.export failed",)),
 )
@@ -132,6 +132,8 @@ def report(data: dict, hw: str, command: str) -> str:
         ex = next(e for _, cc, e in failures if cc == c)
         subs = ", ".join(sorted({s for s, cc, _ in failures if cc == c}))
         lines.append(f"| {c} | {n} | {subs} | `{ex[:220].replace('|', '/')}` |")
+    lines += ["", "## Every failure", ""]
+    lines += [f"- {e[:400]}" for _, _, e in failures]
     lines += ["", "## Workloads", "",
               "| workload | captured | opaque | unfused ms | fused ms | cache-aware ms | published SOL ms | "
               "baseline ms | baseline / fused |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -96,7 +96,10 @@ def _one(defn: Definition, wl: Workload, module: object, outdir: Path | None, op
         msg = str(e)
         r.error = msg if msg.startswith(wl.where) else f"{wl.where}: {msg}"
     except Exception as e:  # a reference that breaks the tracer must not stop the others
-        r.error = f"{wl.where}: internal error: {type(e).__name__}: {str(e)[:200]}"
+        if type(e).__name__ == "NoLowering":  # raised outside a rule (a graph input's dtype, ...)
+            r.error = f"{wl.where}: {str(e)[:300]}"
+        else:
+            r.error = f"{wl.where}: internal error: {type(e).__name__}: {str(e)[:200]}"
     r.seconds = time.perf_counter() - t0
     return r
 
