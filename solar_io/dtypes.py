@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True, slots=True)
 class DType:
@@ -73,3 +75,36 @@ def numpy_dtype(name: str) -> str:
     if d.family == "bool":
         return "bool"
     return "int64"
+
+
+#: Formats whose values the executor rounds to (mantissa bits, smallest normal exponent, largest
+#: finite value, what a larger value becomes): OCP FP8 as PyTorch converts to it — E4M3 (``fn``:
+#: no infinity) saturates at 448, E5M2 overflows to infinity past its largest finite 57344.
+ROUNDED: dict[str, tuple[int, int, float, float]] = {
+    "fp8_e4m3": (3, -6, 448.0, 448.0),
+    "fp8_e5m2": (2, -14, 57344.0, float("inf")),
+}
+
+
+def round_values(name: str, arr: np.ndarray) -> np.ndarray:
+    """``arr`` (float32) rounded to the values of dtype ``name`` (nearest, ties to even), for the
+    formats of :data:`ROUNDED`; other dtypes are returned unchanged (computed in float32).
+
+    >>> round_values("fp8_e4m3", np.array([0.1, 300.0, 1e-3, 1e4], np.float32)).tolist()
+    [0.1015625, 288.0, 0.001953125, 448.0]
+    """
+    spec = ROUNDED.get(name)
+    if spec is None or arr.dtype.kind != "f":
+        return arr
+    mant, emin, top, over = spec
+    a = np.abs(arr.astype(np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.maximum(np.floor(np.log2(np.where(a > 0, a, 1.0))), emin)
+        step = np.exp2(e - mant)
+        r = np.round(a / step) * step  # np.round: half to even, as the hardware conversion
+    overflow = r > top
+    if np.isinf(over):
+        overflow = a >= top + np.exp2(np.floor(np.log2(top)) - mant) / 2  # past the halfway point to 2 * 2^e
+    r = np.where(overflow, over, r)
+    r = np.where(np.isnan(a), np.nan, np.copysign(r, arr))
+    return r.astype(arr.dtype)

@@ -2,8 +2,9 @@
 
 This pins down what a graph *means*; it is how captures are validated against their
 source program. Values are computed in ``dtypes.numpy_dtype`` of each tensor (float32
-for every float type except fp64, int64 for integers, bool), so bf16 or fp8 rounding is
-not modelled.
+for every float type except fp64, int64 for integers, bool); node outputs of an fp8 dtype are
+rounded to its values (``dtypes.round_values``: nearest-even, E4M3 saturating at 448 as PyTorch
+converts), while bf16/fp16 rounding is not modelled (the validation tolerances cover it).
 
 Algorithm of an einsum node (a ``copy`` is an einsum with map identity, reduce none):
 
@@ -63,7 +64,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .affine import Access, AffineExpr, Indirect
-from .dtypes import numpy_dtype
+from .dtypes import numpy_dtype, round_values
 from .errors import GraphError, SolarIOError
 from .graph import Graph, Node
 from .ops import MAP_OPS, REDUCE_OPS
@@ -104,7 +105,7 @@ def execute(graph: Graph, inputs: Mapping[str, np.ndarray], *, opaque: Mapping[s
     for i, node in enumerate(graph.nodes):
         results = _run_node(graph, node, env, opaque or {})
         for access, arr in zip(node.outputs, results, strict=True):
-            env[access.tensor] = arr
+            env[access.tensor] = round_values(graph.tensor_map[access.tensor].dtype, arr)
         if outputs != "all":
             for a in node.inputs:
                 if last_read[a.tensor] == i and graph.tensor_map[a.tensor].role == "intermediate":
