@@ -32,6 +32,11 @@ def cli():
     return run_cli
 
 
+@pytest.fixture
+def matmul_text() -> str:
+    return (ROOT / "examples" / "graphs" / "matmul.yaml").read_text()
+
+
 @pytest.fixture(scope="session")
 def fast_probe(tmp_path_factory):
     """(spec, path) of this machine from one fast probe (``ProbeConfig.fast()``), shared by the
