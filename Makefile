@@ -26,14 +26,16 @@ run: venv
 	$(BIN)/solar-io export accelforge build/llama_decoder.yaml -o build/accelforge --arch thor
 
 # Lint and the whole test suite: every test but the timing-sensitive ones on all CPUs (pytest-xdist;
-# tests marked xdist_group share one worker, and so one expensive fixture), then those alone on a
-# quiet machine (a probe and the runs checked against it must not share the CPUs with other tests).
+# --dist loadfile: a file's tests share one worker, and so its module and session fixtures, e.g. the
+# AccelForge runs; loadgroup would honour the xdist_group marks across files, but with pytest 9.2
+# and xdist 3.8 it groups nothing: xdist renames item._nodeid, pytest 9 reads item._id), then those
+# alone on a quiet machine (a probe and the runs checked against it must not share the CPUs).
 # The second run collects only the files that mark a test serial (collecting all of them takes a minute).
 PYTEST_WORKERS ?= auto
 SERIAL_TESTS   := $(shell grep -l 'mark\.serial' tests/test_*.py)
 test: venv
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m "not serial"
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
 	$(if $(SERIAL_TESTS),$(BIN)/python -m pytest -q -m serial $(SERIAL_TESTS))
 
 bench: venv

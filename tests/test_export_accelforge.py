@@ -152,7 +152,7 @@ def test_cli_evaluate_without_accelforge_says_how_to_install(tmp_path: Path) -> 
 # --- the real consumer: AccelForge -------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: under xdist a module fixture is rebuilt when tests interleave
 def accelforge_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Every graph loaded by AccelForge; the small examples and the chain mapped."""
     d = tmp_path_factory.mktemp("accelforge")
@@ -186,6 +186,7 @@ def _copies(g) -> set[str]:  # type: ignore[no-untyped-def]
     return {names.einsum[n.name] for n in g.nodes if n.kind == "data_movement"}
 
 
+@pytest.mark.xdist_group("accelforge")  # one run of the AccelForge processes (the fixture)
 @pytest.mark.parametrize("path", GRAPHS, ids=lambda p: p.stem)
 def test_accelforge_loads_every_export_and_counts_the_same_points(accelforge_results: dict, path: Path) -> None:
     r = accelforge_results[("load", path.stem)]
@@ -195,6 +196,7 @@ def test_accelforge_loads_every_export_and_counts_the_same_points(accelforge_res
     assert r["n_computes"] == {e: p for e, (p, _) in want.items()}
 
 
+@pytest.mark.xdist_group("accelforge")  # one run of the AccelForge processes (the fixture)
 @pytest.mark.parametrize("stem", list(SMALL), ids=str)
 def test_accelforge_mapper_reports_solar_io_macs(accelforge_results: dict, stem: str) -> None:
     r = accelforge_results[("map", f"small_{stem}")]
@@ -213,6 +215,7 @@ def test_accelforge_mapper_reports_solar_io_macs(accelforge_results: dict, stem:
     assert r["computes"] == sum(r["mapped_computes"].values())
 
 
+@pytest.mark.xdist_group("accelforge")  # one run of the AccelForge processes (the fixture)
 def test_fused_chain_offchip_traffic_excludes_the_intermediate(accelforge_results: dict) -> None:
     r = accelforge_results[("map", "chain")]
     assert r["ok"], r.get("traceback", r.get("error"))
