@@ -23,7 +23,8 @@ K = jax.random.PRNGKey(0)
 
 
 def rnd(*shape: int, seed: int = 0) -> jax.Array:
-    return jax.random.normal(jax.random.PRNGKey(seed), shape)
+    """Seeded normal values; numpy draws them (jax.random compiles once per shape: seconds at import)."""
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(shape, dtype=np.float32))
 
 
 X = rnd(3, 4, 5)
