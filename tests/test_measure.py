@@ -80,6 +80,9 @@ def test_flusher_writes_several_times_the_cache():
     before = f._buf[:4].copy()
     f()
     assert np.all(f._buf[:4] == before + 1)  # the buffer is written, not only read
+    again = CacheFlusher()  # a second flusher of the same size shares the buffer and still writes it
+    again()
+    assert again._buf is f._buf and np.all(f._buf[-4:] == before + 2)
 
 
 def test_measure_torch_file_cold_and_warm():

@@ -71,6 +71,9 @@ def last_level_cache_bytes(root: Path = Path("/")) -> int | None:
     return max((c.size * c.count for c in caches), default=None)
 
 
+_BUFFERS: dict[int, np.ndarray] = {}
+
+
 class CacheFlusher:
     """Evicts the CPU caches by writing a buffer of ``nbytes`` (default 4x the last-level cache).
 
@@ -82,10 +85,16 @@ class CacheFlusher:
     def __init__(self, nbytes: int | None = None):
         llc = last_level_cache_bytes() or DEFAULT_LLC
         self.nbytes = int(nbytes if nbytes is not None else FLUSH_FACTOR * llc)
-        self._buf = np.zeros(max(self.nbytes // 8, 1), dtype=np.float64)
+        n = max(self.nbytes // 8, 1)
+        # One buffer per size and process: a fresh one per model would page-fault gigabytes each time.
+        self._buf = _BUFFERS.get(n)
+        if self._buf is None:
+            self._buf = _BUFFERS[n] = np.zeros(n, dtype=np.float64)
+        self._value = float(self._buf[0])
 
     def __call__(self) -> None:
-        self._buf += 1.0
+        self._value += 1.0
+        self._buf.fill(self._value)  # writes every line (a new value each time), reads none back
 
 
 def time_runs(run: Callable[[], object], *, repeats: int = 10, warmup: int = 2, min_seconds: float = 0.0,
