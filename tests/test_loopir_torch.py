@@ -82,7 +82,11 @@ TWINS: dict[str, tuple[str, dict[str, int], str | None]] = {
 
 def torch_extra_bytes(name: str, sizes: dict[str, int]) -> int:
     """Bytes the torch capture counts beyond the IR program's, derived by hand; 0 for all
-    but one model.
+    but two models.
+
+    adaptive_pool: the torch lowering reads the valid-slot table of the first pooled dim through
+    a broadcast view, an intermediate the per-node count charges at 1 B an element (the bounds
+    resolve it to the generated table: 0 B); the IR reads the generated table itself.
 
     moe_topk: torch.gather needs its index expanded to the output's shape,
     ``idx.unsqueeze(-1).expand(B, K, D)``, and the torch frontend counts the gather's read
@@ -90,7 +94,14 @@ def torch_extra_bytes(name: str, sizes: dict[str, int]) -> int:
     [B, K] indexes once (B*K int64)."""
     if name == "moe_topk":
         return 8 * sizes["B"] * sizes["K"] * (sizes["D"] - 1)
+    if name == "adaptive_pool":  # the average to 3 and the max to 5 over H
+        return sum(o * _window(sizes["H"], o) for o in (3, 5))
     return 0
+
+
+def _window(n: int, o: int) -> int:
+    """The widest adaptive-pooling window of a dim of ``n`` pooled to ``o``."""
+    return max(-(-(i + 1) * n // o) - (i * n) // o for i in range(o))
 
 
 def counts(g) -> tuple:

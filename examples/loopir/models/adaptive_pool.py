@@ -161,16 +161,19 @@ def avg_last(win: Tensor("N,H,A,KA"), valid: Tensor("A,KA"), inv: Tensor("A"), m
 
 
 def model(x: Tensor("N,C,H,W"),
-          ia: Tensor("A,KA", dtype="int64", role="constant"), va: Tensor("A,KA", dtype="bool", role="constant"),
-          fa: Tensor("A", role="constant"),
-          ib: Tensor("B,KB", dtype="int64", role="constant"), vb: Tensor("B,KB", dtype="bool", role="constant"),
-          fb: Tensor("B", role="constant"),
-          ia2: Tensor("A2,KA2", dtype="int64", role="constant"),
-          va2: Tensor("A2,KA2", dtype="bool", role="constant"),
-          ib2: Tensor("B2,KB2", dtype="int64", role="constant"),
-          vb2: Tensor("B2,KB2", dtype="bool", role="constant"),
-          ia3: Tensor("A,KA3", dtype="int64", role="constant"), va3: Tensor("A,KA3", dtype="bool", role="constant"),
-          fa3: Tensor("A", role="constant")):
+          ia: Tensor("A,KA", dtype="int64", role="constant", generated=True),
+          va: Tensor("A,KA", dtype="bool", role="constant", generated=True),
+          fa: Tensor("A", role="constant", generated=True),
+          ib: Tensor("B,KB", dtype="int64", role="constant", generated=True),
+          vb: Tensor("B,KB", dtype="bool", role="constant", generated=True),
+          fb: Tensor("B", role="constant", generated=True),
+          ia2: Tensor("A2,KA2", dtype="int64", role="constant", generated=True),
+          va2: Tensor("A2,KA2", dtype="bool", role="constant", generated=True),
+          ib2: Tensor("B2,KB2", dtype="int64", role="constant", generated=True),
+          vb2: Tensor("B2,KB2", dtype="bool", role="constant", generated=True),
+          ia3: Tensor("A,KA3", dtype="int64", role="constant", generated=True),
+          va3: Tensor("A,KA3", dtype="bool", role="constant", generated=True),
+          fa3: Tensor("A", role="constant", generated=True)):
     avg35 = avg_cols(gather(avg_rows(gather(x, ia, "H"), va, fa), ib, "W"), vb, fb)
     max53 = max_cols(gather(max_rows(gather(x, ia2, "H"), va2), ib2, "W"), vb2)
     avg1d = avg_last(gather(select(x, "C", 0), ia3, "W"), va3, fa3)

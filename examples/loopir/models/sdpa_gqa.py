@@ -3,7 +3,8 @@ tests/models/sdpa_gqa.py, and of tests/models/sdpa_causal.py with one query head
 R = 1): the H = G*R query heads are viewed as [G, R] (a reshape: no bytes) and the R heads of
 group g share key/value head g.
 
-The causal mask is a constant boolean tensor; every score-shaped tensor declares the kept
+The causal mask is a generated constant boolean tensor (made from indices where it is used: no
+bytes); every score-shaped tensor declares the kept
 fraction of the S x T rectangle as its density, as the torch frontend does (a causal
 kernel computes and stores only the triangle). KEPT and SCALE are computed from the sizes
 at import time, so they follow a size override.
@@ -76,7 +77,7 @@ def sdpa(q: Tensor("B,G,R,S,E"), k: Tensor("B,G,T,E"), v: Tensor("B,G,T,E"), mas
 
 
 def model(q: Tensor("B,H,S,E"), k: Tensor("B,G,S,E"), v: Tensor("B,G,S,E"),
-          mask: Tensor("S,T", dtype="bool", role="constant", density=KEPT)):
+          mask: Tensor("S,T", dtype="bool", role="constant", density=KEPT, generated=True)):
     grouped = reshape(q, "B,G,R,S,E", G=k.size_of("G"), R=q.size_of("H") // k.size_of("G"))
     return {"o": reshape(sdpa(grouped, k, v, mask), "B,H,S,E", H=q.size_of("H"))}
 

@@ -170,7 +170,8 @@ def run_model(mod, params: dict[str, Tensor], arrays: dict, path: Path, *, trace
     """Run ``model`` (executing, or tracing into ``tracer``); its outputs by name."""
     with using(tracer=tracer, jit=jit, sizes=sizes):
         if tracer is not None:
-            args = {n: tracer.input(n, s.dims, arrays[n].shape, s.dtype or "fp32", s.role, s.density, s.value)
+            args = {n: tracer.input(n, s.dims, arrays[n].shape, s.dtype or "fp32", s.role, s.density, s.value,
+                                   s.generated)
                     for n, s in params.items()}
         else:
             args = {n: Value(s.dims, arrays[n].shape, s.dtype or "fp32", data=arrays[n], density=s.density)

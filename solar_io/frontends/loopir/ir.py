@@ -73,7 +73,9 @@ class Tensor:
     stored compressed; ``fill``: the value a kernel reads outside the tensor's bounds
     (padding); without it an out-of-bounds read is an error; ``value``: a ``constant``
     model parameter whose every element is this number (an immediate: no bytes, e.g. the
-    zero initial state of a recurrence).
+    zero initial state of a recurrence); ``generated``: a ``constant`` whose contents the
+    program computes from indices where it uses them (a causal mask, a pooling-window table):
+    its values come from ``get_inputs`` like a weight's, but it moves no bytes.
     """
 
     dims: tuple[str, ...] | str
@@ -82,6 +84,7 @@ class Tensor:
     density: float | None = None
     fill: float | None = None
     value: float | None = None
+    generated: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dims", parse_dims(self.dims))
@@ -100,6 +103,8 @@ class Tensor:
             if self.role != "constant":
                 raise LoopIRError(f"only role='constant' tensors have a value (got role {self.role!r})")
             object.__setattr__(self, "value", float(self.value))
+        if self.generated and (self.role != "constant" or self.value is not None):
+            raise LoopIRError("only role='constant' tensors without a value may be generated")
 
 
 def Out(dims: str | tuple, dtype: str | None = None, density: float | None = None) -> Tensor:  # noqa: N802

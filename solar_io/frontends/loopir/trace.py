@@ -25,6 +25,7 @@ class GTensor:
     role: str
     density: float | None = None
     value: float | None = None
+    generated: bool = False
 
 
 class Tracer:
@@ -75,10 +76,10 @@ class Tracer:
         return name
 
     def tensor(self, name: str, ranks: tuple[str, ...], dtype: str, role: str = "intermediate",
-               density: float | None = None, value: float | None = None) -> str:
+               density: float | None = None, value: float | None = None, generated: bool = False) -> str:
         if name in self.tensors:
             raise LoopIRError(f"tensor name {name} is used twice")
-        self.tensors[name] = GTensor(name, ranks, dtype, role, density, value)
+        self.tensors[name] = GTensor(name, ranks, dtype, role, density, value, generated)
         return name
 
     def const(self, value: float, dtype: str) -> Access:
@@ -94,9 +95,9 @@ class Tracer:
         return Access(name, ())
 
     def input(self, name: str, dims: tuple[str, ...], shape: tuple[int, ...], dtype: str, role: str,
-              density: float | None, value: float | None = None) -> Value:
+              density: float | None, value: float | None = None, generated: bool = False) -> Value:
         ranks = tuple(self.rank(d, n) for d, n in zip(dims, shape, strict=True))
-        self.tensor(name, ranks, dtype, role, density, value)
+        self.tensor(name, ranks, dtype, role, density, value, generated)
         return Value(dims, shape, dtype, name=name, ranks=ranks, density=density)
 
     def result(self, name: str, dims: tuple[str, ...], shape: tuple[int, ...], dtype: str,
@@ -149,7 +150,8 @@ class Tracer:
             if t.name not in keep and t.name not in rename:
                 continue
             role = "output" if t.name in rename else t.role
-            tensors.append(Tensor(rename.get(t.name, t.name), t.ranks, t.dtype, role, t.density, t.value))
+            tensors.append(Tensor(rename.get(t.name, t.name), t.ranks, t.dtype, role, t.density, t.value,
+                                  t.generated))
         self.opaque = {rename.get(k, k): fn for k, fn in self.opaque.items()}
         used = {r for t in tensors for r in t.ranks} | {r for n in out_nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.ranks.items() if r in used)
