@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import solar_io
@@ -9,45 +11,8 @@ from solar_io.backends.roofline.bounds import bound, bound_many
 from solar_io.backends.roofline.model import BoundError
 from solar_io.hardware.catalog import split_clock
 
-MATMUL = """format: solar-io.einsum-graph
-version: "1.1"
-name: matmul
-producer:
-  tool: solar-io
-  tool_version: 0.1.0
-  frontend: hand-written
-ranks:
-  M: 4096
-  N: 4096
-  K: 4096
-tensors:
-- name: A
-  ranks: [M, K]
-  dtype: bf16
-  role: input
-- name: B
-  ranks: [K, N]
-  dtype: bf16
-  role: weight
-- name: C
-  ranks: [M, N]
-  dtype: bf16
-  role: output
-nodes:
-- name: mm
-  kind: einsum
-  op: aten.mm
-  space: [M, N, K]
-  inputs:
-  - A[M, K]
-  - B[K, N]
-  output: C[M, N]
-  map: mul
-  reduce: add
-validation:
-  status: skipped
-  method: none
-"""
+#: A 1024 x 2048 x 4096 bf16 matmul (compute bound on a B200, also at 1500 MHz).
+MATMUL = (Path(__file__).resolve().parents[1] / "examples" / "graphs" / "matmul.yaml").read_text(encoding="utf-8")
 
 
 def test_split_clock():
@@ -63,7 +28,7 @@ def test_hw_at_clock_is_the_clock_option_and_scales_compute_only():
                       bound(g, "b200", clock="1500MHz", cache_aware=False))
     assert at.fused.time == opt.fused.time and at.unfused.time == opt.unfused.time
     assert at.options.clock_hz == 1.5e9 and plain.options.clock_hz is None
-    # 4096^3 bf16 is compute bound on a B200: the time grows by the spec's clock (1.855 GHz) / 1.5 GHz
+    # compute bound on a B200: the time grows by the spec's clock (1.855 GHz) / 1.5 GHz
     assert at.fused.bottleneck == "compute" or at.fused.compute_time >= at.fused.memory_time
     assert at.fused.compute_time == pytest.approx(plain.fused.compute_time * 1.855 / 1.5, rel=1e-12)
     assert at.fused.memory_time == plain.fused.memory_time  # DRAM bandwidth is not scaled
