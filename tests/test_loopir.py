@@ -924,3 +924,14 @@ def get_inputs(rng):
     sc = g.node_map["y"]
     assert sc.init == "a" and [str(x) for x in sc.inputs] == ["a[@ids, N]", "s[M, N]", "ids[M]"]
     assert g.tensor_map["a"].role == "output"
+
+
+def test_generated_declarations_are_constants_without_a_value():
+    """``Tensor(..., generated=True)``: only a constant without a value, and only a boolean."""
+    from solar_io.frontends.loopir import LoopIRError, Tensor
+
+    assert Tensor("S,T", dtype="bool", role="constant", generated=True).generated is True
+    for bad in (dict(role="input", generated=True), dict(role="constant", value=1.0, generated=True),
+                dict(role="constant", generated="yes")):
+        with pytest.raises(LoopIRError):
+            Tensor("S,T", **bad)

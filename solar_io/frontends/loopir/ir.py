@@ -103,6 +103,8 @@ class Tensor:
             if self.role != "constant":
                 raise LoopIRError(f"only role='constant' tensors have a value (got role {self.role!r})")
             object.__setattr__(self, "value", float(self.value))
+        if not isinstance(self.generated, bool):
+            raise LoopIRError(f"generated must be True or False, got {self.generated!r}")
         if self.generated and (self.role != "constant" or self.value is not None):
             raise LoopIRError("only role='constant' tensors without a value may be generated")
 

@@ -116,9 +116,12 @@ class LowerCtx:
     def scalar(self, v: float | bool, dtype: str) -> T:
         return T(self.b.constant(f"{self.name}.c", float(v), dtype))
 
-    def data(self, arr: np.ndarray, ranks: Sequence[str], dtype: str, suffix: str = "const",
-             key: Any = None) -> T:
-        """A stored constant with known contents (e.g. a causal mask); one tensor per ``key``."""
+    def index_table(self, arr: np.ndarray, ranks: Sequence[str], dtype: str, suffix: str = "const",
+                    key: Any = None) -> T:
+        """A constant whose contents ``arr`` are a function of its indices that the program computes
+        where it uses them (a causal mask, an arange, a resampling table): ``generated``, so it moves
+        no bytes; ``arr`` feeds the validation. One tensor per ``key``. Program data that lives in
+        memory (buffers, lifted constants) is never made here."""
         full_key = (key, tuple(ranks), dtype) if key is not None else None
         if full_key is not None and full_key in self.data_cache:
             return self.data_cache[full_key]

@@ -56,7 +56,7 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     x = ctx.ew("mul", scores, float(scale), suffix="scaled")
     if a.is_causal:
         n, m = qs[-2], ks[-2]
-        mask = ctx.data(np.tril(np.ones((n, m), bool)), [S, Tn], "bool", suffix="causal_mask", key="causal")
+        mask = ctx.index_table(np.tril(np.ones((n, m), bool)), [S, Tn], "bool", suffix="causal_mask", key="causal")
         x = ctx.ew("where", mask, x, float("-inf"), suffix="masked")
     if a.attn_mask is not None:
         m = a.attn_mask

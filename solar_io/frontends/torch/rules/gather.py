@@ -184,4 +184,4 @@ def arange(ctx: LowerCtx, a: Args) -> T:
     if arr.shape[0] != int(val.shape[0]):
         raise NoLowering("arange length mismatch")
     r = ctx.b.rank("S", int(val.shape[0]))
-    return ctx.data(arr, [r], file_dtype(val.dtype), suffix="arange")
+    return ctx.index_table(arr, [r], file_dtype(val.dtype), suffix="arange")

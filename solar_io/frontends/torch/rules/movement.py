@@ -179,6 +179,6 @@ def tril(ctx: LowerCtx, a: Args) -> T:
     xs, xr = ctx.shape(x), ctx.ranks(x)
     n, m = xs[-2], xs[-1]
     mask = np.tril(np.ones((n, m), bool), k) if ctx.op == "aten.tril" else np.triu(np.ones((n, m), bool), k)
-    t = ctx.data(mask, xr[-2:], "bool", suffix="mask", key=(ctx.op, k))
+    t = ctx.index_table(mask, xr[-2:], "bool", suffix="mask", key=(ctx.op, k))
     return ctx.ew("where", t, x, 0.0 if not ctx.dtype(x).startswith(("int", "bool")) else 0,
                   dtype=ctx.out_dtype())

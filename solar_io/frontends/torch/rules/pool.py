@@ -165,8 +165,8 @@ def _adaptive_uneven(ctx: LowerCtx, x: T, nsp: int, osp: list[int], reduce: str)
         k_r = ctx.b.rank("KW", kmax, set(xr) | {o_r})
         idx = np.array([[min(s + r, n - 1) for r in range(kmax)] for s in starts], dtype=np.int64)
         valid = np.array([[r < e - s for r in range(kmax)] for s, e in zip(starts, ends, strict=True)])
-        it = ctx.data(idx, [o_r, k_r], "int64", suffix=f"d{i}.index", key=("adaptive", n, m))
-        mask = ctx.data(valid, [o_r, k_r], "bool", suffix=f"d{i}.valid", key=("adaptive_mask", n, m))
+        it = ctx.index_table(idx, [o_r, k_r], "int64", suffix=f"d{i}.index", key=("adaptive", n, m))
+        mask = ctx.index_table(valid, [o_r, k_r], "bool", suffix=f"d{i}.valid", key=("adaptive_mask", n, m))
         g_ranks = list(xr[:d]) + [o_r, k_r] + list(xr[d + 1:])
         g = ctx.tensor(g_ranks, ctx.dtype(x), f"d{i}.windows")
         x_idx = tuple(expr(r) for r in xr[:d]) + (Indirect(it.name),) + tuple(expr(r) for r in xr[d + 1:])
@@ -179,7 +179,7 @@ def _adaptive_uneven(ctx: LowerCtx, x: T, nsp: int, osp: list[int], reduce: str)
                          else None, dtype=dt)
         if reduce == "add":
             widths = np.array([e - s for s, e in zip(starts, ends, strict=True)], dtype=np.float32)
-            inv = ctx.data((1.0 / widths).reshape([m] + [1] * (nd - d - 1)),
+            inv = ctx.index_table((1.0 / widths).reshape([m] + [1] * (nd - d - 1)),
                            [o_r] + list(ctx.b.new_ranks(["U"] * (nd - d - 1), [1] * (nd - d - 1), {o_r})),
                            dt, suffix=f"d{i}.inv_width", key=("adaptive_inv", n, m))
             red = ctx.ew("mul", red, inv, dtype=dt, suffix=None if i == nsp - 1 else f"d{i}.avg")

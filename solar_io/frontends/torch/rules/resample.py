@@ -30,7 +30,7 @@ def _gather_dim(ctx: LowerCtx, x: T, dim: int, src: np.ndarray, suffix: str) -> 
     """``x`` with dim ``dim`` replaced by ``x[..., src[o], ...]`` (a constant index tensor)."""
     xs, xr = ctx.shape(x), ctx.ranks(x)
     o = ctx.b.rank(family(xr[dim]), len(src), xr)
-    idx = ctx.data(src.astype(np.int64), [o], "int64", suffix=f"{suffix}_index", key=("resample", tuple(src)))
+    idx = ctx.index_table(src.astype(np.int64), [o], "int64", suffix=f"{suffix}_index", key=("resample", tuple(src)))
     out_ranks = list(xr)
     out_ranks[dim] = o
     x_idx = tuple(expr(r) if i != dim else Indirect(idx.name) for i, r in enumerate(xr))
@@ -108,7 +108,7 @@ def _lerp_dim(ctx: LowerCtx, x: T, d: int, lo: np.ndarray, hi: np.ndarray, t: np
     r = ctx.ranks(glo)[d]
     nd = len(ctx.shape(x))
     shape = [len(t)] + [1] * (nd - d - 1)
-    w_hi = ctx.data(t.reshape(shape), [r] + list(ctx.b.new_ranks(["U"] * (nd - d - 1), [1] * (nd - d - 1), {r})),
+    w_hi = ctx.index_table(t.reshape(shape), [r] + list(ctx.b.new_ranks(["U"] * (nd - d - 1), [1] * (nd - d - 1), {r})),
                     ctx.dtype(x), suffix=f"{tag}.w", key=("lerp", tuple(t)))
     diff = ctx.ew("sub", ghi, glo, suffix=f"{tag}.diff")
     step = ctx.ew("mul", diff, w_hi, suffix=f"{tag}.step")
