@@ -70,7 +70,7 @@ def bench_sweep(points: int, ray: bool) -> None:
 
 def bench_whatif() -> None:
     from solar_io.backends.roofline import bound
-    from solar_io.dse.cli_sweep import write_report
+    from solar_io.cli.sweep import write_report
     from solar_io.dse.sweep import bind_source
     from solar_io.dse.whatif import evaluate, hardware_grid, parse_vary, prepare, run_whatif, scaled_spec
     from solar_io.frontends.torch import capture_file

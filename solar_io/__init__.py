@@ -1,18 +1,30 @@
 """solar-io: speed-of-light analysis of deep-learning workloads from einsum-graph files.
 
-The core (this package, without its ``frontends``) imports neither torch nor jax.
+The core (this package, without its ``frontends``) imports neither torch nor jax, and no backend:
+``solar_io.bound`` and ``solar_io.Report`` are the roofline backend's, imported on first use.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from .affine import Access, AffineExpr, Indirect, parse_access, parse_expr
-from .backends.roofline import Report, bound
 from .errors import GraphError, Issue, SolarIOError
 from .executor import ExecutionError, execute
-from .files import check_text, dump, dumps, load, loads
+from .format.files import check_text, dump, dumps, load, loads
+from .format.validate import validate
 from .graph import FORMAT_NAME, FORMAT_VERSION, Graph, Node, Producer, Tensor, Validation
 from .metrics import GraphMetrics, NodeMetrics, graph_metrics, node_metrics
-from .validate import validate
+
+#: public names that live in a backend, imported when first used (the core never imports a backend).
+_FROM_BACKENDS = {"bound": "solar_io.backends.roofline", "Report": "solar_io.backends.roofline"}
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute
+    if name in _FROM_BACKENDS:
+        import importlib
+
+        return getattr(importlib.import_module(_FROM_BACKENDS[name]), name)
+    raise AttributeError(f"module 'solar_io' has no attribute {name!r}")
+
 
 try:
     __version__ = version("solar-io")

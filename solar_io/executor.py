@@ -66,9 +66,9 @@ from numpy.lib.stride_tricks import as_strided
 from .affine import Access, AffineExpr, Indirect
 from .dtypes import numpy_dtype, round_values
 from .errors import GraphError, SolarIOError
+from .format.validate import validate
 from .graph import Graph, Node
 from .ops import MAP_OPS, REDUCE_OPS
-from .validate import validate
 
 #: Largest block of iteration points evaluated at once by the broadcasting path.
 CHUNK_POINTS = 1 << 22

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solar_io.files import dumps, load, loads
+from solar_io.format.files import dumps, load, loads
 from solar_io.frontends.agent import METHOD, AnthropicClient, ReplayClient, capture_file
 from solar_io.frontends.agent.compare import compare
 from solar_io.frontends.agent.sandbox import run_program
@@ -132,7 +132,7 @@ def test_missing_key_is_one_clear_error():
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
-    from solar_io.cli import main
+    from solar_io.cli.main import main
 
     try:
         main(["capture", *args])

@@ -132,7 +132,7 @@ def test_an_op_without_a_call_record_stays_opaque(captured):
 
 
 def test_cli_agent_fallback(tmp_path, monkeypatch, capsys):
-    from solar_io.cli import main
+    from solar_io.cli.main import main
 
     def run(*args):
         try:

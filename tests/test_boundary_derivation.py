@@ -21,7 +21,7 @@ import yaml
 torch = pytest.importorskip("torch")
 
 from solar_io import dump, graph_metrics  # noqa: E402
-from solar_io.cli import main  # noqa: E402
+from solar_io.cli.main import main  # noqa: E402
 from solar_io.dse.diff import totals  # noqa: E402
 from solar_io.dse.whatif import prepare  # noqa: E402
 from solar_io.frontends.torch.capture import capture_source  # noqa: E402

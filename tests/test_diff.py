@@ -8,7 +8,7 @@ import pytest
 from conftest import run_cli
 
 import solar_io
-from solar_io.cli import main
+from solar_io.cli.main import main
 from solar_io.dse.diff import DiffError, diff_graphs, parse_threshold
 
 BASE = """\

@@ -23,8 +23,8 @@ import solar_io
 from solar_io import ExecutionError, execute, loads
 from solar_io import executor as executor_module
 from solar_io.dtypes import numpy_dtype
+from solar_io.format.yamltext import format_float
 from solar_io.ops import MAP_OPS
-from solar_io.yamltext import format_float
 
 RNG = np.random.default_rng(1234)
 

@@ -17,7 +17,7 @@ from test_export_support import CHAIN, GRAPHS, ROOT, SMALL, require_accelforge, 
 from typer.testing import CliRunner
 
 from solar_io import __version__, graph_metrics, load, loads
-from solar_io.cli import app
+from solar_io.cli.main import app
 from solar_io.exporters.accelforge import allocate_names, export_accelforge
 from solar_io.exporters.accelforge_import import ImportError_, import_accelforge
 from solar_io.exporters.common import ExportError, write_exports
@@ -140,7 +140,7 @@ def test_cli_evaluate_without_accelforge_says_how_to_install(tmp_path: Path) -> 
 
     if importlib.util.find_spec("accelforge") is not None:
         pytest.skip("accelforge is importable in this interpreter")
-    from solar_io.cli import main
+    from solar_io.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(["export", "accelforge", str(ROOT / "examples/graphs/matmul.yaml"), "-o", str(tmp_path),

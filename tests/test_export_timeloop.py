@@ -21,7 +21,7 @@ from test_export_support import GRAPHS, ROOT, run_checks
 from typer.testing import CliRunner
 
 from solar_io import __version__, graph_metrics, load, loads
-from solar_io.cli import app
+from solar_io.cli.main import app
 from solar_io.exporters.common import ExportError, write_exports
 from solar_io.exporters.forms import Unexpressible, affine_form
 from solar_io.exporters.timeloop import MAX_DATA_SPACES, dimension_letters, export_timeloop

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from strategies import graphs
 
 from solar_io import GraphError, check_text, dumps, loads
-from solar_io.codec import encode
 from solar_io.errors import Issue
-from solar_io.yamltext import emit
+from solar_io.format.codec import encode
+from solar_io.format.yamltext import emit
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 import solar_io
 from solar_io import dtypes, ops
-from solar_io.codec import VALIDATION_KEYS
+from solar_io.format.codec import VALIDATION_KEYS
 from solar_io.graph import KINDS, MOVEMENTS, ROLES, VALIDATION_STATUS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,8 +135,8 @@ def test_v1_1_additions_are_known_and_covered_by_its_golden_files():
 
 
 def test_v1_2_additions_are_known_and_covered_by_its_golden_files():
-    from solar_io.codec import PRODUCER_KEYS, TENSOR_KEYS
-    from solar_io.versioning import SINCE
+    from solar_io.format.codec import PRODUCER_KEYS, TENSOR_KEYS
+    from solar_io.format.versioning import SINCE
 
     assert {k for (_, k), v in SINCE.items() if v == (1, 2)} == set(
         V1_2_VALIDATION_KEYS + V1_2_PRODUCER_KEYS + V1_2_TENSOR_KEYS)
@@ -152,8 +152,8 @@ def test_v1_2_additions_are_known_and_covered_by_its_golden_files():
 @pytest.mark.parametrize("old", ["1.0", "1.1"])
 def test_a_1_0_or_1_1_file_cannot_use_what_1_2_added(record: str, field: str, old: str):
     """Decoder and schema both refuse a 1.2 field in an older file, naming the field and the version."""
-    from solar_io.codec import decode
     from solar_io.errors import GraphError
+    from solar_io.format.codec import decode
 
     docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.2"]
     doc = next(d for d in docs if (any(field in t for t in d["tensors"]) if record == "tensors"
@@ -189,8 +189,8 @@ def test_generated_constants_move_no_bytes():
 @pytest.mark.parametrize("path", [p for p in FILES if p.parent.name == "v1.0"], ids=_id)
 def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path):
     """A 1.0 file loads as 1.0 and dumps unchanged; migrating only changes the version line."""
-    from solar_io.codec import decode
-    from solar_io.versioning import migrate
+    from solar_io.format.codec import decode
+    from solar_io.format.versioning import migrate
 
     text = path.read_text(encoding="utf-8")
     g = solar_io.loads(text)
@@ -208,8 +208,8 @@ def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path)
 ])
 def test_a_1_0_file_cannot_use_what_1_1_added(field: str, value: object, where: str):
     """Decoder and schema both refuse a 1.1 field in a file that says 1.0, naming the field and the version."""
-    from solar_io.codec import decode
     from solar_io.errors import GraphError
+    from solar_io.format.codec import decode
 
     doc = yaml.safe_load((GOLDEN / "v1.1" / "scans_scatters_maps.yaml").read_text(encoding="utf-8"))
     assert Draft202012Validator(SCHEMA).is_valid(doc)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import yaml
 from typer.testing import CliRunner
 
+from solar_io.cli.hardware import app, format_si
 from solar_io.hardware import load_spec
-from solar_io.hardware.cli import app, format_si
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}

@@ -243,7 +243,7 @@ def test_probe_config_presets_and_cli_runs(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
     import solar_io.hardware.probe as probe
-    from solar_io.hardware.cli import app
+    from solar_io.cli.hardware import app
 
     assert ProbeConfig().gemm_plan().cap == 2048 and ProbeConfig.thorough().gemm_plan().cap == 4096
     thorough = ProbeConfig.thorough().gemm_plan()

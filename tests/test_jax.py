@@ -13,7 +13,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
-from solar_io.files import dumps, loads  # noqa: E402
+from solar_io.format.files import dumps, loads  # noqa: E402
 from solar_io.frontends.common.errors import NoRuleError  # noqa: E402
 from solar_io.frontends.jax import capture_file, capture_function  # noqa: E402
 from solar_io.metrics import graph_metrics  # noqa: E402
@@ -185,7 +185,7 @@ def test_capture_is_deterministic() -> None:
 def test_cli_dispatches_to_jax(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from solar_io.cli import app
+    from solar_io.cli.main import app
 
     out = tmp_path / "g.yaml"
     res = CliRunner().invoke(app, ["capture", str(MODELS / "mlp.py"), "-o", str(out)])
@@ -219,7 +219,7 @@ def model(x):
 
 
 def _main(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
-    from solar_io.cli import main
+    from solar_io.cli.main import main
 
     try:
         main(["capture", *args])

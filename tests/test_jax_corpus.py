@@ -11,7 +11,7 @@ import pytest
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from solar_io.files import dumps, loads  # noqa: E402
+from solar_io.format.files import dumps, loads  # noqa: E402
 from solar_io.frontends.common.builder import family  # noqa: E402
 from solar_io.frontends.jax.capture import capture_program, load_program  # noqa: E402
 from solar_io.metrics import graph_metrics  # noqa: E402

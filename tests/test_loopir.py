@@ -689,7 +689,7 @@ def model(x: Tensor("B,N")):
 
 
 def cli_capture(capsys, *args: str) -> tuple[int, str, str]:
-    from solar_io.cli import main
+    from solar_io.cli.main import main
 
     try:
         main(["capture", *args])

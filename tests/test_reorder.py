@@ -16,7 +16,7 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 import solar_io
-from solar_io.cli import main
+from solar_io.cli.main import main
 from solar_io.dse import reorder_apply
 from solar_io.dse.reorder import ChainCosting, ReorderError, all_orders, analyse, analyse_chain, canonical, path_tree
 from solar_io.dse.reorder_apply import apply, check, random_inputs

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from strategies import graphs
 
 from solar_io.backends.roofline.residency import dram_bytes, node_traffic, on_chip_capacity
-from solar_io.files import loads
+from solar_io.format.files import loads
 from solar_io.hardware import load_spec
 from solar_io.metrics import graph_metrics
 

@@ -13,8 +13,8 @@ import pytest
 
 from solar_io import loads
 from solar_io.backends.roofline import BoundError, bound, compute_class, inverse_roofline
+from solar_io.format.yamltext import emit
 from solar_io.hardware import load_spec
-from solar_io.yamltext import emit
 
 H100 = load_spec("h100-sxm")
 B200 = load_spec("b200")

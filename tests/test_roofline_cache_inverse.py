@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from solar_io.affine import parse_access
 from solar_io.backends.roofline import bound, inverse_roofline
-from solar_io.cli import app
+from solar_io.cli.main import app
 from solar_io.graph import Graph, Node, Tensor
 from solar_io.hardware import load_spec
 from solar_io.resources import data_file

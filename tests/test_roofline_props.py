@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from strategies import graphs
 
 from solar_io.backends.roofline import Report, bound, inverse_roofline
+from solar_io.format.validate import validate
 from solar_io.hardware import Peak, load_spec
-from solar_io.validate import validate
 
 B200 = load_spec("b200")  # lists every dtype class the random graphs use (fp64 ... fp4)
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,8 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from strategies import graphs
 
 from solar_io import dumps, loads, validate
-from solar_io.codec import encode
-from solar_io.yamltext import _fast_parse, emit, parse
+from solar_io.format.codec import encode
+from solar_io.format.yamltext import _fast_parse, emit, parse
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,7 +1,7 @@
 """The JSON schema of the einsum-graph format agrees with the reader.
 
-``solar_io.codec.decode`` is the reference for the document's structure. The schema must accept
-exactly the documents it accepts (semantic checks of ``solar_io.validate`` are out of scope, except
+``solar_io.format.codec.decode`` is the reference for the document's structure. The schema must accept
+exactly the documents it accepts (semantic checks of ``solar_io.format.validate`` are out of scope, except
 the per-movement field rules that the schema states as well, which ``validate`` enforces).
 
 JSON has no integer/float distinction, YAML has: a YAML document is validated here with an
@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
 
 import solar_io
-from solar_io import codec, dtypes, graph, ops
+from solar_io import dtypes, graph, ops
 from solar_io.affine import parse_access
 from solar_io.errors import GraphError
+from solar_io.format import codec
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "schema" / "einsum-graph-v1.schema.json"

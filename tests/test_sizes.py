@@ -1,4 +1,4 @@
-"""One size parser for every option (``solar_io.sizes``): kB/KB, MB, GB, TB are powers of 1000,
+"""One size parser for every option (``solar_io.units``): kB/KB, MB, GB, TB are powers of 1000,
 KiB, MiB, GiB, TiB powers of 1024, a bare number is bytes, units are case-sensitive.
 
 Each option is read through the command line and its value observed where the command reports
@@ -20,8 +20,8 @@ import yaml
 from typer.testing import CliRunner
 
 from solar_io.backends.roofline import bound
-from solar_io.cli import app, main
-from solar_io.sizes import SIZE_RULES, SizeError, parse_size, parse_size_int
+from solar_io.cli.main import app, main
+from solar_io.units import SIZE_RULES, SizeError, parse_size, parse_size_int
 
 ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "graphs" / "mlp.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from solar_io.cli import main
+from solar_io.cli.main import main
 from solar_io.dse.sweep import (
     SweepError,
     bind_source,

@@ -18,7 +18,7 @@ from solar_io.affine import parse_access
 from solar_io.backends.roofline import bound
 from solar_io.backends.tiling import einsum_of, solve
 from solar_io.backends.tiling.fusion import chain_options, chain_tiling, graph_view, solve_chain
-from solar_io.cli import app
+from solar_io.cli.main import app
 from solar_io.graph import Graph, Node, Tensor
 from solar_io.hardware import load_spec
 from solar_io.metrics import graph_metrics

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("torch")
 
 from solar_io import load, loads  # noqa: E402
-from solar_io.cli import main  # noqa: E402
-from solar_io.frontends.cli import detect_frontend  # noqa: E402
+from solar_io.cli.main import main  # noqa: E402
+from solar_io.frontends.select import detect_frontend  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "tests" / "models"

@@ -11,7 +11,7 @@ import pytest
 
 import solar_io
 from solar_io.backends.roofline import bound
-from solar_io.cli import main
+from solar_io.cli.main import main
 from solar_io.dse import whatif
 from solar_io.dse.sweep import SweepError
 from solar_io.dse.whatif import (

@@ -29,10 +29,10 @@ import numpy as np
 from ..affine import Indirect
 from ..dtypes import DTYPES, numpy_dtype
 from ..executor import execute
+from ..format.validate import validate
 from ..frontends.common.validation import compare
 from ..graph import Graph, Node, Tensor, Validation
 from ..metrics import graph_metrics
-from ..validate import validate
 from .reorder import ChainCosting, ChainReport, ReorderError, contractions, leaf_mask
 from .reorder_chains import Chain
 

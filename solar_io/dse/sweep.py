@@ -253,8 +253,9 @@ def report_rows(params: dict[str, Any], reports: Iterable[Any], opaque: int, val
 def run_point(task: PointTask) -> list[dict]:
     """Capture the model at one grid point and bound it on every chip: the point's rows."""
     from solar_io.backends.roofline import bound_many
-    from solar_io.frontends.cli import detect_frontend, frontend_module
     from solar_io.frontends.common.errors import CaptureError
+
+    from ..frontends.select import detect_frontend, frontend_module
 
     params = dict(task.params)
     text = bind_source(task.text, task.name, params)
@@ -307,7 +308,8 @@ def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *,
     finishes the points in. Raises :class:`SweepError` for a parameter the file does not declare.
     """
     from solar_io.backends.roofline.bounds import resolve_hardware
-    from solar_io.frontends.cli import detect_frontend
+
+    from ..frontends.select import detect_frontend
 
     path = Path(path)
     try:
@@ -427,7 +429,7 @@ def table_document(kind: str, source: str, params: dict[str, list[Any]], chips: 
 
 def write_tables(outdir: Path, doc: dict, csv_text: str) -> list[Path]:
     """Write ``sweep.csv`` and ``sweep.yaml`` into ``outdir`` (created), atomically."""
-    from solar_io.yamltext import emit, write_atomic
+    from ..format.yamltext import emit, write_atomic
 
     try:
         outdir.mkdir(parents=True, exist_ok=True)

@@ -39,9 +39,9 @@ from typing import Any
 
 from ..affine import Access, AffineExpr, parse_expr
 from ..errors import SolarIOError
-from ..files import dumps, loads
+from ..format.files import dumps, loads
+from ..format.yamltext import YamlError, parse
 from ..graph import Graph, Node, Producer, Tensor, Validation
-from ..yamltext import YamlError, parse
 from .forms import Unexpressible, reshape_form
 
 _BITS_DTYPE = {64: "fp64", 32: "fp32", 16: "bf16", 8: "fp8_e4m3", 6: "fp6_e2m3", 4: "fp4_e2m1",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SolarIOError
-from ..files import dumps
+from ..format.files import dumps
 from ..graph import Graph
 
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
@@ -148,7 +148,7 @@ def flow_map(items: list[tuple[str, str | int]]) -> str:
 
 def write_exports(result: ExportResult, out_dir: str | Path) -> list[Path]:
     """Write every file of ``result`` into ``out_dir`` (created if needed), atomically."""
-    from ..yamltext import write_atomic
+    from ..format.yamltext import write_atomic
 
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)

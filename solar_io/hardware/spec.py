@@ -21,8 +21,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from solar_io import yamltext
 from solar_io.errors import SolarIOError
+from solar_io.format import yamltext
 from solar_io.resources import data_file
 
 FORMAT_NAME = "solar-io.hardware"

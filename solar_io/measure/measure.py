@@ -37,7 +37,7 @@ class Measurement:
 
 def detect(path: Path, frontend: str | None) -> str:
     """The frontend of ``path`` (forced, or from its imports)."""
-    from ..frontends.cli import detect_frontend
+    from ..frontends.select import detect_frontend
 
     return frontend or detect_frontend(path)
 
@@ -63,7 +63,7 @@ def measure_file(path: Path, *, frontend: str | None = None, options: RunOptions
 
 def capture_graph(path: Path, *, frontend: str | None = None, options: RunOptions = RunOptions()) -> Graph:
     """The einsum graph of ``path`` through its frontend, without numeric validation."""
-    from ..frontends.cli import frontend_module
+    from ..frontends.select import frontend_module
 
     fe = detect(Path(path), frontend)
     kw: dict = {}

@@ -53,12 +53,12 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from solar_io.dtypes import ALIASES, DTYPES
-from solar_io.files import load
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.hardware.catalog import split_clock
 from solar_io.metrics import GraphMetrics, graph_metrics
 
+from ...format.files import load
 from .aliases import ViewChains
 from .clock import at_clock
 from .inverse import inverse_roofline

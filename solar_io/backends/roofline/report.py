@@ -12,8 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from solar_io.yamltext import emit
-
+from ...format.yamltext import emit
 from .inverse import Inverse, InverseFidelity
 from .result import Fidelity, NodeBound, Report
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from solar_io.sizes import parse_size
-
+from ...units import parse_size
 from .model import BoundError
 
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+\.)"
@@ -84,6 +83,6 @@ def format_ratio(x: float | None) -> str:
 
 def parse_bytes(text: float | str | None, what: str = "--capacity") -> float | None:
     """``'50MiB'``, ``'40MB'``, ``'1e6'`` or a number -> bytes (None stays None): the one size parser,
-    :func:`solar_io.sizes.parse_size` (kB/KB, MB, ... powers of 1000; KiB, MiB, ... powers of 1024);
+    :func:`solar_io.units.parse_size` (kB/KB, MB, ... powers of 1000; KiB, MiB, ... powers of 1024);
     ``what`` names the option in the error."""
     return None if text is None else parse_size(text, what)

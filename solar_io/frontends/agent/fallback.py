@@ -38,8 +38,8 @@ import numpy as np
 from ...affine import Access, AffineExpr, Indirect
 from ...dtypes import numpy_dtype
 from ...errors import SolarIOError
+from ...format.validate import validate
 from ...graph import Graph, Node, Tensor
-from ...validate import validate
 from ..common.errors import CaptureError
 from .adapters import Golden, _load, golden_torch
 from .client import DEFAULT_MODEL, Client

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import SolarIOError
-from ...files import dump
+from ...format.files import dump
 from ...graph import Graph
 
 

@@ -25,8 +25,8 @@ import numpy as np
 from ...dtypes import dtype as lookup_dtype
 from ...dtypes import numpy_dtype
 from ...errors import GraphError
+from ...format.validate import validate as validate_graph
 from ...graph import Graph, Producer, Validation
-from ...validate import validate as validate_graph
 from .ir import Dim, LoopIRError, Tensor, Value
 from .state import using
 from .trace import Tracer

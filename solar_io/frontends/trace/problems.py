@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import SolarIOError
-from ...files import dump
+from ...format.files import dump
 from ...graph import Graph
 from ..common.errors import CaptureError
 from ..common.folder import opaque_ops

@@ -17,12 +17,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..backends.roofline.units import format_time
 from ..errors import SolarIOError
-from ..measure.cli import parse_min_time, resolve_specs
-from ..sizes import SIZE_RULES, parse_size_int
-from ..yamltext import write_atomic
-from .corpus import CaseOptions, CaseResult, model_files, run_cases
-from .plot import Point, roofline_plot
-from .tables import folder_summary, to_csv, to_markdown, to_records
+from ..format.yamltext import write_atomic
+from ..reports.corpus import CaseOptions, CaseResult, model_files, run_cases
+from ..reports.plot import Point, roofline_plot
+from ..reports.tables import folder_summary, to_csv, to_markdown, to_records
+from ..units import SIZE_RULES, parse_size_int
+from .measure import parse_min_time, resolve_specs
 
 
 def _budget(text: str | None) -> int | None:

@@ -14,8 +14,8 @@ from ..backends.roofline.bounds import bound_many
 from ..backends.roofline.units import format_ratio, format_time, parse_time
 from ..errors import SolarIOError
 from ..hardware.spec import HardwareSpec
-from .measure import Measurement, capture_graph, headroom, measure_file
-from .runners import RunOptions
+from ..measure.measure import Measurement, capture_graph, headroom, measure_file
+from ..measure.runners import RunOptions
 
 
 def resolve_specs(hw: str) -> list[HardwareSpec]:

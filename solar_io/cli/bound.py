@@ -12,13 +12,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from solar_io.sizes import SIZE_RULES
-from solar_io.yamltext import write_atomic
-
-from .bounds import bound_many, resolve_graph
-from .model import BoundError
-from .report import to_json, to_yaml
-from .table import DEFAULT_TOP, render, warnings
+from ..backends.roofline.bounds import bound_many, resolve_graph
+from ..backends.roofline.model import BoundError
+from ..backends.roofline.report import to_json, to_yaml
+from ..backends.roofline.table import DEFAULT_TOP, render, warnings
+from ..format.yamltext import write_atomic
+from ..units import SIZE_RULES
 
 FORMATS = ("table", "yaml", "json")
 

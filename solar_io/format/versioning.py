@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .errors import SolarIOError
-from .graph import FORMAT_VERSION
+from ..errors import SolarIOError
+from ..graph import FORMAT_VERSION
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
 CURRENT: tuple[int, int] = tuple(int(p) for p in FORMAT_VERSION.split("."))  # type: ignore[assignment]

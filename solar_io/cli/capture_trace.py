@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ..common.errors import CaptureError
-from .detect import DEFINITION
+from ..frontends.common.errors import CaptureError
+from ..frontends.trace.detect import DEFINITION
 
 #: capture options a definition can use; the others name a model file's conventions.
 _USED = ("validate", "strict", "seed", "validate_budget")
@@ -21,7 +21,7 @@ def capture_trace(source: Path, output: Path | None, workloads: Path | None, opt
                   allow_invalid: bool) -> None:
     """Capture every workload below ``source`` into ``output``; one line per failure, a summary table,
     exit 1 when any workload was not captured."""
-    from .problems import capture_corpus, capture_problem, summary_table
+    from ..frontends.trace.problems import capture_corpus, capture_problem, summary_table
 
     for key, flag in _FLAGS.items():
         if options.get(key):

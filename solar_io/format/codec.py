@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import dtypes
-from .affine import Access, is_rank_name, is_tensor_name, parse_access
-from .errors import GraphError, Issue
-from .graph import (
+from .. import dtypes
+from ..affine import Access, is_rank_name, is_tensor_name, parse_access
+from ..errors import GraphError, Issue
+from ..graph import (
     FORMAT_NAME,
     KINDS,
     MOVEMENTS,
@@ -29,7 +29,7 @@ from .graph import (
     Unchecked,
     Validation,
 )
-from .ops import MAP_OPS, REDUCE_OPS
+from ..ops import MAP_OPS, REDUCE_OPS
 from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
 TOP_KEYS = ("format", "version", "name", "producer", "ranks", "tensors", "nodes", "validation")

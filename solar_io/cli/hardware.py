@@ -14,7 +14,8 @@ from rich.table import Table
 
 from solar_io.hardware.catalog import UnknownHardwareError, list_specs, load_spec
 from solar_io.hardware.spec import DTYPES, HardwareSpec, HardwareSpecError, dump_spec_yaml
-from solar_io.sizes import SIZE_RULES, SizeError, parse_size_int
+
+from ..units import SIZE_RULES, SizeError, parse_size_int
 
 __all__ = ["app", "format_si"]
 

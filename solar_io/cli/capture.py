@@ -1,61 +1,22 @@
 """``solar-io capture``: run a model file through its frontend and write the einsum graph.
 
-Mounted by ``solar_io.cli`` as ``app.command("capture")(capture_command)``. The frontend is
-picked from the file's imports (``import torch`` -> torch, ``solar_io.frontends.loopir`` ->
-loopir, ``jax``/``flax`` -> jax) unless ``--frontend`` forces one; each frontend package
-exposes ``capture_file(path, *, validate, strict, **options) -> Graph``.
+Mounted by ``solar_io.cli.main`` as ``app.command("capture")(capture_command)``. Picking the
+frontend and capturing one file is the library's :func:`solar_io.frontends.select.capture`.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from pathlib import Path
 
 import typer
 
-from ..errors import SolarIOError
-from ..files import dump, dumps
+from ..format.files import dump, dumps
+from ..frontends.common.errors import CaptureError, InputSpecError, ValidationFailed
+from ..frontends.select import capture
 from ..graph import Graph
-from ..sizes import SIZE_RULES, parse_size_int
-from .common.errors import CaptureError, InputSpecError, ValidationFailed
-
-FRONTENDS = ("torch", "loopir", "jax", "agent")
-_IMPORTS = [
-    ("loopir", re.compile(r"^\s*(from|import)\s+solar_io\.frontends\.loopir\b", re.M)),
-    ("jax", re.compile(r"^\s*(from|import)\s+(jax|flax)\b", re.M)),
-    ("torch", re.compile(r"^\s*(from|import)\s+torch\b", re.M)),
-]
-
-
-def detect_frontend(path: Path) -> str:
-    """The frontend a source file needs, from its imports."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as e:
-        raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
-    for name, pat in _IMPORTS:
-        if pat.search(text):
-            return name
-    raise CaptureError(f"{path}: cannot tell the frontend from its imports (no torch, jax or loopir import); "
-                       "give --frontend")
-
-
-def frontend_module(name: str):  # noqa: ANN201
-    """The frontend package ``solar_io.frontends.<name>`` (CaptureError if unavailable)."""
-    if name not in FRONTENDS:
-        raise CaptureError(f"unknown frontend {name!r}; choose one of {', '.join(FRONTENDS)}")
-    try:
-        mod = importlib.import_module(f"solar_io.frontends.{name}")
-    except ImportError as e:
-        raise CaptureError(f"frontend {name} is not available: {e} (install solar-io[{name}])") from None
-    if not hasattr(mod, "capture_file"):
-        raise CaptureError(f"frontend {name} is not available yet")
-    return mod
-
-
-_LOOPIR_ONLY = {"jit": "--no-jit", "sizes": "--sizes", "validate_sizes": "--validate-sizes"}
+from ..units import SIZE_RULES, parse_size_int
 
 
 def _parse_dims(text: str | None, flag: str) -> dict[str, int] | None:
@@ -148,10 +109,10 @@ def capture_command(
         options.update(golden=golden, model=model, max_attempts=max_attempts, no_cache=no_cache)
     if agent_fallback:
         options["agent_fallback"] = True
-    from .trace.detect import is_trace_source
+    from ..frontends.trace.detect import is_trace_source
 
     if frontend in (None, "trace") and (workloads is not None or is_trace_source(source)):
-        from .trace.cli import capture_trace  # SOL-ExecBench / FlashInfer-Trace definitions
+        from .capture_trace import capture_trace  # SOL-ExecBench / FlashInfer-Trace definitions
 
         capture_trace(source, output, workloads, options, allow_invalid)
         return
@@ -162,7 +123,7 @@ def capture_command(
         raise CaptureError(f"{source}: no such file")
     if entry and not source.exists() and frontend is None:
         frontend = "torch"  # --entry names an importable module: nothing to read imports from
-    g = _capture_one(source, frontend, options)
+    g = capture(source, frontend, **options)
     if g.validation.status == "failed" and not allow_invalid:
         raise ValidationFailed(f"{source.name}: validation failed: {g.validation.reason} "
                                "(graph not written; --allow-invalid writes it anyway)")
@@ -179,37 +140,16 @@ def capture_command(
                    err=True)
 
 
-def _capture_one(path: Path, frontend: str | None, options: dict) -> Graph:
-    name = frontend or detect_frontend(path)
-    misplaced = [flag for key, flag in _LOOPIR_ONLY.items() if key in options and name != "loopir"]
-    if misplaced:
-        raise CaptureError(f"{path.name}: {misplaced[0]} applies to loop-IR programs only (this is a {name} "
-                           "source)")
-    mod = frontend_module(name)
-    try:
-        g = mod.capture_file(path, **options)
-        if options.get("agent_fallback") and any(n.kind == "opaque" for n in g.nodes):
-            from .agent.fallback import resolve_opaque
-
-            g = resolve_opaque(g, path, model=options.get("model"), max_attempts=options.get("max_attempts", 5),
-                               no_cache=bool(options.get("no_cache")), seed=options.get("seed", 0)).graph
-        return g
-    except SolarIOError:
-        raise
-    except Exception as e:
-        raise CaptureError(f"{path.name}: capture failed: {type(e).__name__}: {str(e)[:300]}") from e
-
-
 def _capture_dir(folder: Path, output: Path | None, frontend: str | None, options: dict,
                  allow_invalid: bool) -> None:
-    from .common.folder import capture_folder, summary_table
+    from ..frontends.common.folder import capture_folder, summary_table
 
     if output is None:
         raise CaptureError("capturing a folder needs -o OUTDIR")
     files = sorted(p for p in folder.iterdir() if p.suffix == ".py" and not p.name.startswith("_"))
     if not files:
         raise CaptureError(f"{folder}: no .py files")
-    results = capture_folder(files, output, lambda p: _capture_one(p, frontend, options),
+    results = capture_folder(files, output, lambda p: capture(p, frontend, **options),
                              allow_invalid=allow_invalid, show_progress=sys.stderr.isatty())
     typer.echo(summary_table(results), err=True)
     if any(r.status != "captured" for r in results):

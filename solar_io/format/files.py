@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._gc import gc_paused as _gc_paused
+from .._gc import gc_paused as _gc_paused
+from ..errors import GraphError, Issue
+from ..graph import Graph
 from .codec import decode, encode
-from .errors import GraphError, Issue
-from .graph import Graph
 from .validate import validate
 from .yamltext import YamlError, emit, line_of, parse, read_text, write_atomic
 

@@ -12,24 +12,24 @@ from pathlib import Path
 
 import typer
 
-from . import __version__
-from .backends.roofline.cli import bound_command
-from .backends.tiling.cli import tiling_command
-from .codec import decode
-from .dse.cli_reorder_diff import diff_command, reorder_command
-from .dse.cli_sweep import sweep_command
-from .errors import GraphError, Issue, SolarIOError
-from .exporters.cli import export_app, import_app
-from .files import check_text, dumps, load
-from .frontends.cli import capture_command
-from .graph import FORMAT_VERSION
-from .hardware.cli import app as hardware_app
-from .measure.cli import measure_command
-from .metrics import graph_metrics
-from .reports.cli import check_bounds_command, report_command
-from .resources import schema_issues
-from .versioning import migrate as migrate_doc
-from .yamltext import YamlError, line_of, parse, read_text, write_atomic
+from .. import __version__
+from ..errors import GraphError, Issue, SolarIOError
+from ..format.codec import decode
+from ..format.files import check_text, dumps, load
+from ..format.versioning import migrate as migrate_doc
+from ..format.yamltext import YamlError, line_of, parse, read_text, write_atomic
+from ..graph import FORMAT_VERSION
+from ..metrics import graph_metrics
+from ..resources import schema_issues
+from .bound import bound_command
+from .capture import capture_command
+from .export import export_app, import_app
+from .hardware import app as hardware_app
+from .measure import measure_command
+from .reorder_diff import diff_command, reorder_command
+from .report import check_bounds_command, report_command
+from .sweep import sweep_command
+from .tiling import tiling_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Speed-of-light analysis of deep-learning workloads from einsum-graph files.")

@@ -16,14 +16,14 @@ import typer
 from solar_io.backends.roofline.bounds import resolve_graph, resolve_hardware
 from solar_io.backends.roofline.model import BoundError
 from solar_io.backends.roofline.units import format_si
-from solar_io.sizes import SIZE_RULES
 
-from .curve import capacities, curve, plot
-from .einsum import einsum_of
-from .floors import floor
-from .ilp import solve
-from .partition import capacity_of
-from .sol import parse_bytes
+from ..backends.tiling.curve import capacities, curve, plot
+from ..backends.tiling.einsum import einsum_of
+from ..backends.tiling.floors import floor
+from ..backends.tiling.ilp import solve
+from ..backends.tiling.partition import capacity_of
+from ..backends.tiling.sol import parse_bytes
+from ..units import SIZE_RULES
 
 
 def tiling_command(

@@ -14,10 +14,10 @@ from pathlib import Path
 import typer
 
 from ..errors import GraphError, SolarIOError
-from ..files import check_text
+from ..exporters.common import ExportResult, write_exports
+from ..format.files import check_text
+from ..format.yamltext import YamlError, read_text, write_atomic
 from ..graph import Graph
-from ..yamltext import YamlError, read_text, write_atomic
-from .common import ExportResult, write_exports
 
 export_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                          help="Export a graph to Timeloop or AccelForge input files.")
@@ -72,8 +72,8 @@ def export_accelforge_cmd(
                                   "with AccelForge (needs accelforge importable, Python >= 3.12)."),
 ) -> None:
     """Write GRAPH as an AccelForge workload: OUT/STEM.workload.yaml (and STEM.arch.yaml)."""
-    from .accelforge import export_accelforge
-    from .common import graph_sha256
+    from ..exporters.accelforge import export_accelforge
+    from ..exporters.common import graph_sha256
 
     def go() -> None:
         if evaluate and arch is None:
@@ -91,7 +91,7 @@ def _evaluate(workload: Path, arch: Path) -> None:
     import importlib.util
     import json
 
-    from . import accelforge_eval
+    from ..exporters import accelforge_eval
 
     if importlib.util.find_spec("accelforge") is None:
         _fail(accelforge_eval.INSTALL_HINT)
@@ -106,8 +106,8 @@ def export_timeloop_cmd(
     strict: bool = typer.Option(False, "--strict", help="Fail instead of skipping nodes Timeloop cannot express."),
 ) -> None:
     """Write GRAPH as Timeloop v0.4 problems (one per node) and a LoopTree einsum list."""
-    from .common import graph_sha256
-    from .timeloop import export_timeloop
+    from ..exporters.common import graph_sha256
+    from ..exporters.timeloop import export_timeloop
 
     def go() -> None:
         g, text = _read_graph(graph)
@@ -122,8 +122,8 @@ def import_accelforge_cmd(
     out: Path = typer.Option(..., "-o", "--out", help="The einsum-graph file to write."),
 ) -> None:
     """Read an AccelForge workload as an einsum graph, so solar-io can bound it."""
-    from ..files import dumps
-    from .accelforge_import import import_accelforge
+    from ..exporters.accelforge_import import import_accelforge
+    from ..format.files import dumps
 
     def go() -> None:
         try:

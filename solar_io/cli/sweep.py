@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from .sweep import (
+from ..dse.sweep import (
     SweepError,
     SweepResult,
     parse_assignments,
@@ -62,7 +62,7 @@ def _model_sweep(source: Path, o: SweepOptions) -> SweepResult:
 
 
 def _graph_whatif(source: Path, o: SweepOptions) -> SweepResult:
-    from .whatif import run_whatif
+    from ..dse.whatif import run_whatif
 
     if o.sets:
         raise SweepError(f"{source}: --set re-captures a model file; a graph's hardware is varied with --vary "
@@ -89,7 +89,7 @@ def write_report(kind: str, result: SweepResult, outdir: Path, plot: bool) -> No
                          result.failures, shifts)
     written = write_tables(outdir, doc, table_csv(result.columns, result.rows))
     if plot and result.rows:
-        from .plot_sweep import plot_sweep
+        from ..dse.plot_sweep import plot_sweep
 
         try:
             written += plot_sweep(result.rows, list(result.params), result.chips, shifts, outdir)

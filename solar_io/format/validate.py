@@ -12,11 +12,11 @@ graph of version 1.0 uses nothing newer (fields, uses and map operators of 1.1).
 
 from __future__ import annotations
 
-from .affine import Access, AffineExpr, Indirect
-from .dtypes import DTYPES
-from .errors import Issue
-from .graph import Graph, Node
-from .ops import MAP_OPS, REDUCE_OPS, arity_ok
+from ..affine import Access, AffineExpr, Indirect
+from ..dtypes import DTYPES
+from ..errors import Issue
+from ..graph import Graph, Node
+from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, SINCE, VersionError, parse_version, too_new
 
 SOURCE_ROLES = ("input", "weight", "constant")

@@ -16,11 +16,11 @@ import typer
 
 from ..backends.roofline.bounds import resolve_graph, resolve_hardware
 from ..backends.roofline.units import format_si, format_time
-from ..files import dump
+from ..dse.diff import DiffError, GraphDiff, describe, diff_graphs, parse_threshold, to_dict
+from ..dse.reorder import ChainReport, OrderCost, ReorderError, analyse
+from ..dse.reorder_apply import Check, apply
+from ..format.files import dump
 from ..metrics import graph_metrics
-from .diff import DiffError, GraphDiff, describe, diff_graphs, parse_threshold, to_dict
-from .reorder import ChainReport, OrderCost, ReorderError, analyse
-from .reorder_apply import Check, apply
 
 # ---------------------------------------------------------------------------- reorder
 
