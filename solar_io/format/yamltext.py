@@ -16,12 +16,26 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
-MAX_BYTES = int(os.environ.get("SOLAR_IO_MAX_BYTES", 64 * 1024 * 1024))
+#: The default size limit of any file solar-io reads (``SOLAR_IO_MAX_BYTES`` overrides it).
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def max_bytes() -> int:
+    """The size limit in bytes: ``SOLAR_IO_MAX_BYTES`` read by the common size parser (``64MiB``,
+    ``100MB``, ``1e6``), else 64 MiB; a value that is not a positive whole size (``abc``, ``-1``,
+    ``0.5``) is a one-line :class:`~solar_io.units.SizeError` naming the variable."""
+    text = os.environ.get("SOLAR_IO_MAX_BYTES")
+    if text is None:
+        return DEFAULT_MAX_BYTES
+    from ..units import parse_size_int  # units imports errors only; kept local so yamltext loads first
+
+    return parse_size_int(text.strip()[:100], "SOLAR_IO_MAX_BYTES")
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -366,8 +380,9 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
 
 def parse(text: str) -> object:
     """Parse YAML text into Python data; YamlError with a line number on failure."""
-    if len(text) > MAX_BYTES:
-        raise YamlError(f"file is larger than the {MAX_BYTES} byte limit (set SOLAR_IO_MAX_BYTES)")
+    limit = max_bytes()
+    if len(text) > limit:
+        raise YamlError(f"file is larger than the {limit} byte limit (set SOLAR_IO_MAX_BYTES)")
     try:
         return _fast_parse(text)
     except (_NotCanonical, RecursionError):
@@ -392,14 +407,33 @@ def parse(text: str) -> object:
         raise YamlError("not valid YAML: " + " ".join(str(e).split())) from None
 
 
+def read_limited(path: str | Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of the file at ``path``; YamlError when it holds more.
+
+    Reads ``limit + 1`` bytes at most, whatever the file reports as its size, so a device such as
+    ``/dev/zero`` or a growing pipe is refused without exhausting memory."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) and size > limit:  # refused before reading
+            raise YamlError(f"file is {size} bytes, over the {limit} byte limit (set SOLAR_IO_MAX_BYTES)")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:  # in chunks: a huge limit allocates nothing up front
+            chunk = fh.read(min(limit + 1 - total, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    if total > limit:
+        raise YamlError(f"file is over the {limit} byte limit (set SOLAR_IO_MAX_BYTES)")
+    return b"".join(chunks)
+
+
 def read_text(path: str | Path) -> str:
-    """Read a UTF-8 file, refusing files over the size limit before reading them."""
-    p = Path(path)
-    size = p.stat().st_size
-    if size > MAX_BYTES:
-        raise YamlError(f"file is {size} bytes, over the {MAX_BYTES} byte limit (set SOLAR_IO_MAX_BYTES)")
+    """Read a UTF-8 file of at most :func:`max_bytes` bytes (at most that plus one byte is read)."""
+    data = read_limited(path, max_bytes())
     try:
-        return p.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise YamlError(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
 
@@ -428,11 +462,20 @@ def line_of(text: str, path: tuple) -> int | None:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    p = Path(path)
+    """Write ``text`` to ``path`` through a temporary file and a rename.
+
+    A symlink is written through (its target is replaced, the link stays), and an existing file
+    keeps its permission bits (a 0600 file stays 0600); a new file gets the usual umask mode."""
+    p = Path(os.path.realpath(path))
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
+        mode = os.stat(p).st_mode & 0o7777
+    except OSError:
+        mode = None
+    try:
         tmp.write_text(text, encoding="utf-8")
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, p)
     finally:
         if tmp.exists():
