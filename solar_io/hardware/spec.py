@@ -12,6 +12,7 @@ All numbers are SI: FLOP/s (OP/s for integer dtypes), bytes/s, bytes, Hz.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -251,6 +252,30 @@ def _refs(value: Any) -> tuple[int, ...]:
     return (int(value),) if isinstance(value, int | float) else tuple(int(v) for v in value)
 
 
+def _non_finite(data: Any, path: str = "") -> tuple[str, str] | None:
+    """(path, value text) of the first number in ``data`` that is NaN, infinite, or an integer too
+    large for a float (``2**1100``), else None.
+
+    >>> _non_finite({"memory": [{"bandwidth": float("nan")}]})
+    ('memory/0/bandwidth', 'nan')
+    """
+    if isinstance(data, bool):
+        return None
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (path, repr(data))
+    if isinstance(data, int):
+        return None if abs(data) < _FLOAT_LIMIT else (path, f"an integer of {data.bit_length()} bits")
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
+    for k, v in items:
+        found = _non_finite(v, f"{path}/{k}" if path else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+_FLOAT_LIMIT = 2**1023  # integers from here on have no finite float
+
+
 def spec_from_dict(data: Any, origin: str | None = None) -> HardwareSpec:
     """Validate ``data`` against the hardware-v1 schema and build a :class:`HardwareSpec`.
 
@@ -269,6 +294,11 @@ def spec_from_dict(data: Any, origin: str | None = None) -> HardwareSpec:
                 f"{where}hardware spec version {version} is not supported; this reader reads "
                 f"{SUPPORTED_MAJOR}.x"
             )
+    bad = _non_finite(data)
+    if bad is not None:
+        path, value = bad
+        raise HardwareSpecError(f"{where}field {path or '(top level)'}: {value} is not a finite number "
+                                "(every peak, capacity, bandwidth and clock must be a finite number)")
     errors = list(_validator().iter_errors(data))
     if errors:
         from jsonschema.exceptions import best_match
@@ -357,9 +387,9 @@ def load_spec_file(path: str | os.PathLike[str], text: str | None = None) -> Har
     if text is None:
         p = Path(path)
         try:
-            if p.stat().st_size > MAX_SPEC_BYTES:
-                raise HardwareSpecError(f"{origin}: file is larger than {MAX_SPEC_BYTES} bytes")
-            text = p.read_text(encoding="utf-8")
+            text = yamltext.read_limited(p, MAX_SPEC_BYTES).decode("utf-8")
+        except yamltext.YamlError:
+            raise HardwareSpecError(f"{origin}: file is larger than {MAX_SPEC_BYTES} bytes") from None
         except OSError as exc:
             raise HardwareSpecError(f"{origin}: cannot read hardware spec: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
