@@ -168,6 +168,7 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     tensors = _tensors(dec, top.get("tensors"))
     nodes = _nodes(dec, top.get("nodes"))
     validation = _validation(dec, top.get("validation"))
+    _index_space(dec, dict(ranks), top, tensors, nodes)
     errors = [i for i in dec.issues if i.severity == "error"]
     if errors:
         raise GraphError(dec.issues, file)
@@ -234,11 +235,39 @@ def _ranks(dec: _Decoder, v: Any) -> tuple[tuple[str, int], ...]:
     for k, size in v.items():
         if dec.name(k, path + (str(k),), rank=True) is None:
             continue
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            dec.err(path + (k,), f"rank {k} must have a positive integer size, got {size!r}")
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_RANK_SIZE:
+            dec.err(path + (k,), f"rank {k} must have a positive integer size at most 2**62, got {_echo(size)}")
             continue
         out.append((k, size))
     return tuple(out)
+
+
+#: Largest rank size, and (below) the bound on a tensor's elements and a node's iteration points:
+#: indices are int64 (numpy, the executor, the exporters' tools), so every flat index must stay
+#: below 2**63; a rank of 2**62 leaves room for a stride or an offset beside it.
+MAX_RANK_SIZE = 2**62
+MAX_INDEX_SPACE = 2**63
+
+
+def _echo(v: Any, limit: int = 200) -> str:
+    """``repr(v)`` cut to ``limit`` characters (+ "..."): user content echoed in an error line."""
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit] + "..."
+
+
+def _index_space(dec: _Decoder, sizes: dict[str, int], top: dict, tensors: tuple, nodes: tuple) -> None:
+    """Refuse tensors and iteration spaces of 2**63 or more points (see MAX_INDEX_SPACE)."""
+    for key, records, ranks_of, what in (("tensors", tensors, lambda t: t.ranks, "elements"),
+                                         ("nodes", nodes, lambda n: n.space, "iteration points")):
+        raw = top.get(key) if isinstance(top.get(key), list) else []
+        where = {r.get("name"): i for i, r in enumerate(raw) if isinstance(r, dict) and isinstance(r.get("name"), str)}
+        for rec in records:
+            points = 1
+            for r in ranks_of(rec):
+                points *= sizes.get(r, 1)
+            if points >= MAX_INDEX_SPACE:
+                dec.err((key, where.get(rec.name, 0)), f"{rec.name} has {points} {what}, over the 2**63 limit "
+                        "of int64 indices")
 
 
 def _list(dec: _Decoder, v: Any, key: str) -> list:
