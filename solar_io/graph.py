@@ -14,9 +14,11 @@ from functools import cached_property
 from .affine import Access
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.2"
+FORMAT_VERSION = "1.3"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
+#: the step of a training graph a node belongs to (node field ``phase``, since 1.3).
+PHASES = ("forward", "loss", "backward", "optimizer")
 KINDS = ("einsum", "data_movement", "opaque")
 MOVEMENTS = ("copy", "reshape", "concat")
 VALIDATION_STATUS = ("passed", "failed", "skipped")
@@ -84,6 +86,11 @@ class Node:
       slice, pad, broadcast, gather), ``reshape`` (row-major) or ``concat`` (along
       ``axis``, a rank of the output); ``view`` marks aliasing views that move no bytes.
     - ``opaque``: whole-tensor ``inputs``/``outputs`` and a ``reason``; compute unknown.
+
+    Any kind (since 1.3): ``kernel`` names the source-op call a node was lowered from; the
+    consecutive nodes sharing it run as one kernel of the source program (their inner tensors never
+    cross memory in the unfused bound). ``phase`` tells forward, loss, backward and optimizer
+    nodes of a training step apart.
     """
 
     name: str
@@ -104,6 +111,8 @@ class Node:
     attrs: tuple[tuple[str, Scalar], ...] = ()
     scan: str | None = None
     init: str | None = None
+    kernel: str | None = None  # since 1.3: the source op call this node was lowered from, shared by its nodes
+    phase: str | None = None  # since 1.3: forward, loss, backward or optimizer (training graphs)
 
     def pad_of(self, tensor: str) -> dict[str, tuple[int, int]]:
         """The implicit border declared for ``tensor``: {dim rank: (low, high)}."""
@@ -143,6 +152,26 @@ class Validation:
     unchecked: tuple[Unchecked, ...] = ()  # since 1.1: nodes the check could not compare, with why
 
 
+@dataclass(frozen=True, slots=True)
+class Assumption:
+    """One assumption the capture made that changes a number (since 1.3), so the file says it.
+
+    ``kind`` names what was assumed (``specialised``: values of a small input tensor fixed to decide
+    shapes or branches; ``routing``: the MoE routing model; ``step``: prefill/decode and the KV
+    cache; ``training``: loss, optimizer and master dtype); ``subject`` what it is about (an input,
+    an op, a layer); ``detail`` one human sentence; ``values`` the figures it fixed
+    (e.g. ``tokens_per_expert: [3, 1]``), each a scalar or a list of scalars.
+
+    >>> Assumption("routing", "moe.gate", "uniform top-2 of 8", (("experts", 8), ("k", 2)))
+    Assumption(kind='routing', subject='moe.gate', detail='uniform top-2 of 8', values=(('experts', 8), ('k', 2)))
+    """
+
+    kind: str
+    subject: str
+    detail: str = ""
+    values: tuple[tuple[str, Scalar | tuple[Scalar, ...]], ...] = ()
+
+
 @dataclass(frozen=True)
 class Graph:
     """A whole einsum graph. Build it with ``solar_io.load``/``loads`` or directly.
@@ -158,6 +187,7 @@ class Graph:
     validation: Validation = field(default_factory=Validation)
     name: str | None = None
     version: str = FORMAT_VERSION
+    assumptions: tuple[Assumption, ...] = ()  # since 1.3
 
     @cached_property
     def rank_sizes(self) -> dict[str, int]:
@@ -183,8 +213,8 @@ class Graph:
         if not isinstance(other, Graph):
             return NotImplemented
         return (self.version, self.name, self.producer, self.validation, self.ranks, self.tensors,
-                self.nodes) == (other.version, other.name, other.producer, other.validation,
-                                other.ranks, other.tensors, other.nodes)
+                self.nodes, self.assumptions) == (other.version, other.name, other.producer, other.validation,
+                                                  other.ranks, other.tensors, other.nodes, other.assumptions)
 
     def __hash__(self) -> int:
         return hash((self.name, self.ranks, len(self.tensors), len(self.nodes)))

@@ -44,6 +44,9 @@ V1_1_VALIDATION_KEYS = ("model", "attempts")
 V1_2_VALIDATION_KEYS = ("unchecked",)
 V1_2_PRODUCER_KEYS = ("workload",)
 V1_2_TENSOR_KEYS = ("generated",)
+# What 1.3 added, frozen likewise.
+V1_3_NODE_FIELDS = ("kernel", "phase")
+V1_3_TOP_KEYS = ("assumptions",)
 
 
 def _id(p: Path) -> str:
@@ -196,10 +199,14 @@ def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path)
     g = solar_io.loads(text)
     assert g.version == "1.0" and solar_io.dumps(g) == text
     new = migrate(yaml.safe_load(text))
-    assert new["version"] == "1.2" == solar_io.FORMAT_VERSION
+    assert new["version"] == "1.3" == solar_io.FORMAT_VERSION
     g2, issues = decode(new)
-    assert issues == [] and g2.version == "1.2"
-    assert solar_io.dumps(g2) == text.replace('version: "1.0"', 'version: "1.2"', 1)
+    assert issues == [] and g2.version == "1.3"
+    # 1.3 declares each multi-node kernel (nodes of one source-op call) that 1.0 read from name prefixes
+    kernel_lines = [ln for ln in solar_io.dumps(g2).splitlines() if ln.lstrip().startswith("kernel:")]
+    assert len(kernel_lines) == sum(n.kernel is not None for n in g.nodes)
+    undeclared = "\n".join(ln for ln in solar_io.dumps(g2).splitlines() if not ln.lstrip().startswith("kernel:"))
+    assert undeclared + "\n" == text.replace('version: "1.0"', 'version: "1.3"', 1)
 
 
 @pytest.mark.parametrize("field, value, where", [
@@ -263,3 +270,57 @@ def test_every_backend_reads_the_1_1_golden_graph():
         assert special <= set(skipped)
         assert all(("scan along S" in skipped[n]) if g.node_map[n].scan else ("indirect index @idx" in skipped[n])
                    for n in special)
+
+
+def test_v1_3_additions_are_known_and_covered_by_its_golden_files():
+    from solar_io.format.codec import COMMON_NODE, TOP_KEYS
+    from solar_io.format.versioning import SINCE
+    from solar_io.graph import PHASES
+
+    assert {k for (_, k), v in SINCE.items() if v == (1, 3)} == set(V1_3_NODE_FIELDS + V1_3_TOP_KEYS)
+    assert set(V1_3_NODE_FIELDS) <= COMMON_NODE and set(V1_3_TOP_KEYS) <= set(TOP_KEYS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.3"]
+    assert all(any(k in n for d in docs for n in d["nodes"]) for k in V1_3_NODE_FIELDS)
+    assert all(any(k in d for d in docs) for k in V1_3_TOP_KEYS)
+    assert {n["phase"] for d in docs for n in d["nodes"] if "phase" in n} == set(PHASES)
+
+
+@pytest.mark.parametrize("field", ["kernel", "phase", "assumptions"])
+@pytest.mark.parametrize("old", ["1.0", "1.2"])
+def test_a_file_before_1_3_cannot_use_what_1_3_added(field: str, old: str):
+    """Decoder and schema both refuse a 1.3 field in an older file, naming the field and the version."""
+    from solar_io.errors import GraphError
+    from solar_io.format.codec import decode
+
+    doc = yaml.safe_load((GOLDEN / "v1.3" / "training_kernels_assumptions.yaml").read_text(encoding="utf-8"))
+    assert Draft202012Validator(SCHEMA).is_valid(doc)
+    doc["version"] = old
+    if field != "assumptions":
+        doc.pop("assumptions")
+    for n in doc["nodes"]:
+        for k in V1_3_NODE_FIELDS:
+            if k != field:
+                n.pop(k, None)
+    assert not Draft202012Validator(SCHEMA).is_valid(doc)
+    with pytest.raises(GraphError, match=f"{field}.*new in format 1.3; this file says version {old}"):
+        decode(doc)
+
+
+def test_declared_kernels_decide_the_unfused_kernels():
+    """The 1.3 golden's two declared kernels (softmax: 5 nodes, sgd: 2 nodes) are its only multi-node
+    kernels; renaming the nodes (no shared name prefix left) changes nothing, since 1.3 reads the
+    declaration; a kernel whose nodes are split apart is a validation error naming it."""
+    import dataclasses
+
+    from solar_io.format.kernels import kernel_spans, split_kernels
+
+    g = solar_io.load(GOLDEN / "v1.3" / "training_kernels_assumptions.yaml")
+    assert [(g.nodes[i].name, j - i + 1) for i, j in kernel_spans(g.nodes) if j > i] == [("softmax.max", 5),
+                                                                                      ("sgd.scale", 2)]
+    renamed = dataclasses.replace(g, nodes=tuple(dataclasses.replace(n, name=f"n{i}") for i, n in enumerate(g.nodes)))
+    assert kernel_spans(renamed.nodes) == kernel_spans(g.nodes)
+    apart = g.nodes[:2] + g.nodes[6:7] + g.nodes[2:6] + g.nodes[7:]  # the softmax kernel split by another node
+    assert split_kernels(apart) == ["softmax"]
+    issues = solar_io.validate(dataclasses.replace(g, nodes=apart))
+    assert any("kernel 'softmax'" in i.message and "consecutive" in i.message for i in issues)
+    assert g.assumptions[1].values == (("tokens_per_expert", (3, 1)),)

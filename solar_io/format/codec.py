@@ -19,6 +19,7 @@ from ..graph import (
     FORMAT_NAME,
     KINDS,
     MOVEMENTS,
+    PHASES,
     ROLES,
     VALIDATION_STATUS,
     Graph,
@@ -30,15 +31,17 @@ from ..graph import (
     Validation,
 )
 from ..ops import MAP_OPS, REDUCE_OPS
+from .assumptions import decode_assumptions, encode_assumptions
+from .kernels import declare_kernels
 from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
-TOP_KEYS = ("format", "version", "name", "producer", "ranks", "tensors", "nodes", "validation")
+TOP_KEYS = ("format", "version", "name", "producer", "assumptions", "ranks", "tensors", "nodes", "validation")
 PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256", "workload")
 _PRODUCER_STRINGS = PRODUCER_KEYS[:-1]
 WORKLOAD_KEYS = ("definition", "uuid", "index", "axes", "tolerance")
 TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value", "generated")
 NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
-             "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "attrs")
+             "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "kernel", "phase", "attrs")
 VALIDATION_KEYS = ("status", "method", "reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error",
                    "max_rel_error", "reduced_ranks", "unchecked", "reason")
 UNCHECKED_KEYS = ("node", "op", "reason")
@@ -51,7 +54,7 @@ KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                       frozenset({"space", "view", "axis", "pad", "fill"})),
     "opaque": (frozenset({"inputs", "outputs", "reason"}), frozenset()),
 }
-COMMON_NODE = frozenset({"name", "kind", "op", "location", "attrs"})
+COMMON_NODE = frozenset({"name", "kind", "op", "location", "kernel", "phase", "attrs"})
 
 
 class _Decoder:
@@ -164,6 +167,11 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     top = dec.mapping(doc, (), TOP_KEYS, "the document") or {}
     name = dec.get(top, "name", (), (str,), False, "the document")
     producer = _producer(dec, top.get("producer"))
+    assumptions = ()
+    if "assumptions" in top:
+        if msg := too_new("field 'assumptions'", SINCE[("document", "assumptions")], dec.version):
+            dec.err(("assumptions",), msg)
+        assumptions = decode_assumptions(top["assumptions"], dec)
     ranks = _ranks(dec, top.get("ranks"))
     tensors = _tensors(dec, top.get("tensors"))
     nodes = _nodes(dec, top.get("nodes"))
@@ -172,8 +180,10 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     errors = [i for i in dec.issues if i.severity == "error"]
     if errors:
         raise GraphError(dec.issues, file)
+    if version < SINCE[("node", "kernel")]:  # migration: a file before 1.3 names its kernels by prefix
+        nodes = declare_kernels(nodes)
     g = Graph(ranks=ranks, tensors=tensors, nodes=nodes, producer=producer, validation=validation,
-              name=name, version=version_text(min(version, CURRENT)))
+              name=name, version=version_text(min(version, CURRENT)), assumptions=assumptions)
     return g, dec.issues
 
 
@@ -382,12 +392,18 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     init = dec.name(d["init"], path + ("init",)) if "init" in d else None
     pad = _pad(dec, d.get("pad"), path + ("pad",)) if "pad" in d else ()
     attrs = _attrs(dec, d.get("attrs"), path + ("attrs",)) if "attrs" in d else ()
+    kernel = dec.get(d, "kernel", path, (str,), False, what)
+    if kernel is not None and not kernel:
+        dec.err(path + ("kernel",), "kernel must be a non-empty string (the source-op call's name)")
+    phase = dec.get(d, "phase", path, (str,), False, what)
+    if phase is not None and phase not in PHASES:
+        dec.err(path + ("phase",), f"unknown phase {phase!r}; known: {', '.join(PHASES)}")
     if len(dec.issues) != n0 or any(a is None for a in inputs + outputs):
         return None
     return Node(name=name, kind=kind, op=op, inputs=inputs, outputs=outputs, space=space or (),
                 map=map_op, reduce=reduce_op, movement=movement, axis=axis, view=bool(view),
                 pad=pad, fill=None if fill is None else float(fill), reason=reason, location=location,
-                attrs=attrs, scan=scan, init=init)
+                attrs=attrs, scan=scan, init=init, kernel=kernel, phase=phase)
 
 
 def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:
@@ -506,9 +522,12 @@ def encode(g: Graph) -> dict:
         if w.tolerance:
             wd["tolerance"] = dict(w.tolerance)
         doc["producer"]["workload"] = wd
+    if g.assumptions:
+        doc["assumptions"] = encode_assumptions(g.assumptions)
     doc["ranks"] = dict(g.ranks)
     doc["tensors"] = [_encode_tensor(t) for t in g.tensors]
-    doc["nodes"] = [_encode_node(n) for n in g.nodes]
+    declared = parse_version(g.version) >= SINCE[("node", "kernel")]  # an older file keeps its bytes
+    doc["nodes"] = [_encode_node(n, declared) for n in g.nodes]
     v = g.validation
     val: dict[str, Any] = {"status": v.status, "method": v.method}
     for k in ("reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error", "max_rel_error"):
@@ -535,7 +554,7 @@ def _encode_tensor(t: Tensor) -> dict:
     return d
 
 
-def _encode_node(n: Node) -> dict:
+def _encode_node(n: Node, kernels: bool = True) -> dict:
     d: dict[str, Any] = {"name": n.name, "kind": n.kind, "op": n.op}
     if n.location is not None:
         d["location"] = n.location
@@ -566,6 +585,10 @@ def _encode_node(n: Node) -> dict:
         d["fill"] = n.fill
     if n.reason is not None:
         d["reason"] = n.reason
+    if n.kernel is not None and kernels:
+        d["kernel"] = n.kernel
+    if n.phase is not None:
+        d["phase"] = n.phase
     if n.attrs:
         d["attrs"] = dict(n.attrs)
     return d

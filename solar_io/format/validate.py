@@ -15,8 +15,9 @@ from __future__ import annotations
 from ..affine import Access, AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
-from ..graph import Graph, Node
+from ..graph import PHASES, Graph, Node
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
+from .kernels import split_kernels
 from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, SINCE, VersionError, parse_version, too_new
 
 SOURCE_ROLES = ("input", "weight", "constant")
@@ -79,6 +80,17 @@ class _Validator:
         msg = too_new("field 'workload'", SINCE[("producer", "workload")], self.version)
         if g.producer.workload is not None and msg:
             self.err(("producer", "workload"), msg)
+        for k in split_kernels(g.nodes):
+            self.err(("nodes",), f"kernel {k!r}: its nodes must stand consecutively in node order")
+        msg = too_new("field 'assumptions'", SINCE[("document", "assumptions")], self.version)
+        if g.assumptions and msg:
+            self.err(("assumptions",), msg)
+        msg = too_new("field 'phase'", SINCE[("node", "phase")], self.version)
+        for i, n in enumerate(g.nodes):
+            if n.phase is not None and n.phase not in PHASES:
+                self.err(("nodes", i, "phase"), f"node {n.name}: unknown phase {n.phase!r}; known: {', '.join(PHASES)}")
+            elif n.phase is not None and msg:
+                self.err(("nodes", i, "phase"), msg)
         for j, u in enumerate(g.validation.unchecked):
             if u.node not in names:
                 self.err(("validation", "unchecked", j, "node"),

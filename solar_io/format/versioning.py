@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from ..errors import SolarIOError
 from ..graph import FORMAT_VERSION
+from .kernels import declare_kernels_doc
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
 CURRENT: tuple[int, int] = tuple(int(p) for p in FORMAT_VERSION.split("."))  # type: ignore[assignment]
@@ -54,9 +55,25 @@ SINCE: dict[tuple[str, str], tuple[int, int]] = {
     ("validation", "unchecked"): (1, 2),
     ("producer", "workload"): (1, 2),
     ("tensor", "generated"): (1, 2),
+    ("node", "kernel"): (1, 3),
+    ("node", "phase"): (1, 3),
+    ("document", "assumptions"): (1, 3),
 }
 #: The version since which an einsum's output may be indexed through ``@t`` (a scatter).
 OUTPUT_INDIRECT_SINCE: tuple[int, int] = (1, 1)
+
+
+def is_newer_minor(value: object) -> bool:
+    """True when ``value`` is a version of the current major with a newer minor (``"1.9"``).
+
+    >>> is_newer_minor("1.999"), is_newer_minor("1.0"), is_newer_minor("2.0"), is_newer_minor(1.5)
+    (True, False, False, False)
+    """
+    try:
+        version = parse_version(value)
+    except VersionError:
+        return False
+    return version[0] == CURRENT[0] and version > CURRENT
 
 
 def version_text(version: tuple[int, int]) -> str:
@@ -88,5 +105,7 @@ def migrate(doc: dict) -> dict:
     while major < CURRENT[0]:
         out = MIGRATIONS[major](out)
         major += 1
+    if version < SINCE[("node", "kernel")] and isinstance(out.get("nodes"), list):  # 1.3 declares kernels
+        out["nodes"] = declare_kernels_doc(out["nodes"])
     out["version"] = FORMAT_VERSION
     return out

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from ...affine import Access, AffineExpr, parse_expr
+from ...format.kernels import declare_kernels
 from ...graph import Graph, Node, Producer, Scalar, Tensor, Validation
 
 _FAMILY = re.compile(r"^(.*?)(\d*)$")
@@ -291,8 +292,8 @@ class GraphBuilder:
             tensors.append(Tensor(t.name, ranks, t.dtype, t.role, t.density, t.value, t.generated))
         used = {r for t in tensors for r in t.ranks} | {r for n in nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.sizes.items() if r in used)
-        return Graph(ranks, tuple(tensors), tuple(nodes), producer or Producer(), validation or Validation(),
-                     name)
+        return Graph(ranks, tuple(tensors), declare_kernels(nodes), producer or Producer(),
+                     validation or Validation(), name)
 
     def numel(self, tensor: str) -> int:
         return prod(self.tensors[tensor].shape)

@@ -228,7 +228,7 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
     cap = Capture(graph, lw, b.output_names, sources, prog)
     record = validate_capture(cap, seed=seed, budget=validate_budget) if validate else \
         skipped("not requested (--no-validate): the program was not run, so it is not known to run")
-    cap.graph = Graph(graph.ranks, graph.tensors, graph.nodes, graph.producer, record, graph.name, graph.version)
+    cap.graph = replace(graph, validation=record)
     return cap
 
 

@@ -16,7 +16,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +141,7 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
 
 
 def _with_validation(g: Graph, v: Validation) -> Graph:
-    return Graph(g.ranks, g.tensors, g.nodes, g.producer, v, g.name, g.version)
+    return replace(g, validation=v)
 
 
 def capture_file(path: Path, *, validate: bool = True, strict: bool = False, entry: str | None = None,

@@ -13,6 +13,7 @@ import hashlib
 import inspect
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,4 +105,4 @@ def capture_workload(defn: Definition, wl: Workload, module: types.ModuleType, *
                             tuple((k, v) for k, v in wl.tolerance if v is not None))
     producer = Producer(p.tool, p.tool_version, p.frontend, p.frontend_version, Path(defn.file).name, defn.sha256,
                         record)
-    return Graph(g.ranks, g.tensors, g.nodes, producer, g.validation, defn.name, g.version)
+    return replace(g, producer=producer, name=defn.name)
