@@ -8,6 +8,19 @@ from dataclasses import dataclass
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]*\Z")
 
 
+#: The most characters of an error line: user content echoed in it (a million-item list) is cut.
+MAX_LINE = 1000
+
+
+def cap(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` cut to ``limit`` characters, marked with "..." and the number of characters left out.
+
+    >>> cap("x" * 20, 10)
+    'xxxxxxxxxx... (10 more characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 class SolarIOError(Exception):
     """Base of every error solar-io reports to a user as one line (no traceback)."""
 
@@ -39,7 +52,12 @@ class Issue:
         if self.line is not None:
             loc += f":{self.line}"
         sev = "warning: " if self.severity == "warning" else ""
-        return f"{loc}: {self.where()}: {sev}{' '.join(self.message.split())}"
+        return f"{loc}: {cap(self.where(), 200)}: {sev}{cap(' '.join(self.message.split()))}"
+
+
+class GraphWarning(UserWarning):
+    """A problem in a graph file that does not stop reading it (a newer minor version, an ignored
+    field); its text is one line naming the file and field."""
 
 
 class GraphError(SolarIOError):

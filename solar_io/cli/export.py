@@ -1,7 +1,9 @@
 """``solar-io export timeloop|accelforge`` and ``solar-io import accelforge``.
 
 Exporters read only the graph file; every output is written atomically into ``-o DIR``.
-Skipped nodes (opaque, gathers, ...) are listed on stderr; ``--strict`` makes them an error.
+Each prints one summary line on stdout (files written, nodes skipped; ``--verbose`` lists every file).
+Skipped nodes (opaque, gathers, ...) are listed on stderr (counted by reason when there are many) and
+in the files; ``--strict`` makes them an error.
 Errors a user can cause print one line and exit 1 (the root ``--debug`` shows tracebacks).
 """
 
@@ -15,9 +17,10 @@ import typer
 
 from ..errors import GraphError, SolarIOError
 from ..exporters.common import ExportResult, write_exports
-from ..format.files import check_text
+from ..format.files import check_text, warn
 from ..format.yamltext import YamlError, read_text, write_atomic
 from ..graph import Graph
+from ..progress import step
 
 export_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                          help="Export a graph to Timeloop or AccelForge input files.")
@@ -39,14 +42,49 @@ def _read_graph(path: Path) -> tuple[Graph, str]:
     g, issues = check_text(text, str(path))
     if g is None:
         raise GraphError(issues, str(path))
+    warn(issues, str(path))
     return g, text
 
 
-def _report(result: ExportResult, target: str, out: Path) -> None:
-    for line in result.warnings(target):
+#: Skipped nodes listed one by one up to this many; past it, counted by reason.
+LISTED_SKIPS = 8
+
+
+def skip_summary(result: ExportResult, target: str) -> list[str]:
+    """The warning lines (stderr) for the nodes ``result`` skipped: each node when there are few, else
+    the count per reason with a few node names each."""
+    skipped = result.skipped
+    if len(skipped) <= LISTED_SKIPS:
+        return result.warnings(target)
+    by_reason: dict[str, list[str]] = {}
+    for s in skipped:
+        by_reason.setdefault(s.reason, []).append(s.node)
+    ranked = sorted(by_reason.items(), key=lambda kv: -len(kv[1]))
+    parts = [f"{len(ns)} x {reason} (e.g. {', '.join(ns[:2])})" for reason, ns in ranked[:4]]
+    if len(ranked) > 4:
+        parts.append(f"{sum(len(ns) for _, ns in ranked[4:])} more with {len(ranked) - 4} other reason(s)")
+    return [f"warning: {len(skipped)} node(s) not exported to {target}: " + "; ".join(parts)]
+
+
+def _report(result: ExportResult, target: str, out: Path, verbose: bool = False) -> None:
+    """One summary line on stdout (files written, nodes skipped); every path with ``verbose``."""
+    for line in skip_summary(result, target):
         typer.echo(line, err=True)
-    for p in write_exports(result, out):
-        typer.echo(str(p))
+    if out.exists() and not out.is_dir():
+        _fail(f"{out}: exists and is not a folder (-o names the folder the {target} files are written into)")
+    try:
+        with step(f"writing {len(result.files)} {target} file(s) to {out}"):
+            paths = write_exports(result, out)
+    except OSError as e:
+        _fail(f"{e.filename or out}: cannot write: {e.strerror or e}")
+    if verbose:
+        for p in paths:
+            typer.echo(str(p))
+        return
+    skipped = f"{len(result.skipped)} node(s) skipped (listed on stderr and in the files)" if result.skipped \
+        else "no node skipped"
+    shown = ", ".join(p.name for p in paths[:2]) + (", ..." if len(paths) > 2 else "")
+    typer.echo(f"{out}: {len(paths)} {target} file(s) written ({shown}); {skipped}")
 
 
 def _run(fn: Callable[[], None]) -> None:
@@ -70,6 +108,7 @@ def export_accelforge_cmd(
     strict: bool = typer.Option(False, "--strict", help="Fail instead of skipping nodes AccelForge cannot express."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Map the workload on the --arch architecture "
                                   "with AccelForge (needs accelforge importable, Python >= 3.12)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every file written (default: one line)."),
 ) -> None:
     """Write GRAPH as an AccelForge workload: OUT/STEM.workload.yaml (and STEM.arch.yaml)."""
     from ..exporters.accelforge import export_accelforge
@@ -80,7 +119,7 @@ def export_accelforge_cmd(
             _fail("--evaluate needs --arch CHIP (the architecture to map on)")
         g, text = _read_graph(graph)
         result = export_accelforge(g, graph.stem, graph_sha256(g, text), strict, arch)
-        _report(result, "AccelForge", out)
+        _report(result, "AccelForge", out, verbose)
         if evaluate:
             _evaluate(out / result.files[0].name, out / result.files[1].name)
 
@@ -104,6 +143,7 @@ def export_timeloop_cmd(
     graph: Path = typer.Argument(..., help="The einsum-graph file."),
     out: Path = typer.Option(..., "-o", "--out", help="Output folder (created if needed)."),
     strict: bool = typer.Option(False, "--strict", help="Fail instead of skipping nodes Timeloop cannot express."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every file written (default: one line)."),
 ) -> None:
     """Write GRAPH as Timeloop v0.4 problems (one per node) and a LoopTree einsum list."""
     from ..exporters.common import graph_sha256
@@ -111,7 +151,7 @@ def export_timeloop_cmd(
 
     def go() -> None:
         g, text = _read_graph(graph)
-        _report(export_timeloop(g, graph.stem, graph_sha256(g, text), strict), "Timeloop", out)
+        _report(export_timeloop(g, graph.stem, graph_sha256(g, text), strict), "Timeloop", out, verbose)
 
     _run(go)
 

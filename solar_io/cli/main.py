@@ -7,15 +7,17 @@ non-zero; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
 import typer
 
 from .. import __version__
-from ..errors import GraphError, Issue, SolarIOError
+from ..errors import GraphError, GraphWarning, Issue, SolarIOError, cap
 from ..format.codec import decode
-from ..format.files import check_text, dumps, load
+from ..format.files import check_text, dumps, newer_minor, warn
+from ..format.versioning import is_newer_minor
 from ..format.versioning import migrate as migrate_doc
 from ..format.yamltext import YamlError, line_of, parse, read_text, write_atomic
 from ..graph import FORMAT_VERSION
@@ -102,13 +104,16 @@ def check(files: list[Path] = typer.Argument(..., help="Graph files to check."),
 
 @app.command()
 def fmt(files: list[Path] = typer.Argument(..., help="Graph files to rewrite canonically."),
-        check_only: bool = typer.Option(False, "--check", help="Only report files that are not canonical.")
+        check_only: bool = typer.Option(False, "--check", help="Only report files that are not canonical."),
+        allow_newer: bool = typer.Option(False, "--allow-newer", help="Rewrite a file of a newer minor format "
+                                         f"version as {FORMAT_VERSION}, dropping the fields this solar-io does "
+                                         "not know (refused without it)."),
         ) -> None:
     """Rewrite graph files in canonical form (``--check``: exit 1 if any would change)."""
     changed = 0
     for f in files:
         text = _read(f)
-        canonical = dumps(_loaded(text, f))
+        canonical = dumps(_loaded(text, f, allow_newer or check_only, "fmt"))
         if canonical != text:
             changed += 1
             if check_only:
@@ -120,10 +125,17 @@ def fmt(files: list[Path] = typer.Argument(..., help="Graph files to rewrite can
         raise typer.Exit(1)
 
 
-def _loaded(text: str, f: Path):  # noqa: ANN202
+def _loaded(text: str, f: Path, allow_newer: bool = True, command: str = ""):  # noqa: ANN202
+    """The graph in ``text`` (its warnings printed on stderr); GraphError otherwise. Without
+    ``allow_newer``, a file of a newer minor version is refused: ``command`` would drop its new fields."""
     g, issues = check_text(text, str(f))
     if g is None:
         raise GraphError(issues, str(f))
+    if not allow_newer and newer_minor(issues) is not None:
+        raise SolarIOError(f"{f}: {command} refuses to rewrite a file of a newer minor format version than "
+                           f"{FORMAT_VERSION}: it would drop the fields this solar-io does not know (--allow-newer "
+                           f"rewrites it as {FORMAT_VERSION} anyway)")
+    warn(issues, str(f))
     return g
 
 
@@ -142,13 +154,18 @@ def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
     ``solar_io.graph_metrics``); the byte sum over nodes ignores kernels and on-chip residency,
     so it is not the unfused bound's DRAM bytes (``bound --no-residency`` gives those per kernel).
     """
-    g = load(file)
+    g, issues = check_text(_read(file), str(file))
+    if g is None:
+        raise GraphError(issues, str(file))
+    warn(issues, str(file))
+    newer = newer_minor(issues)  # "version 1.9 is newer than ...": say which version the file is
+    version = g.version if newer is None else f"{newer.message.split()[1]}, read as {g.version}"
     m = graph_metrics(g)
     roles = Counter(t.role for t in g.tensors)
     kinds = Counter(n.kind for n in g.nodes)
     dts = Counter(t.dtype for t in g.tensors)
     lines = [
-        f"graph:        {g.name or file.name} (format {g.version}, frontend {g.producer.frontend})",
+        f"graph:        {g.name or file.name} (format {version}, frontend {g.producer.frontend})",
         f"tensors:      {len(g.tensors)} ({', '.join(f'{k} {v}' for k, v in sorted(roles.items()))})",
         f"nodes:        {len(g.nodes)} ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})",
         f"dtypes:       {', '.join(f'{k} {v}' for k, v in sorted(dts.items()))}",
@@ -170,6 +187,9 @@ def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
 @app.command()
 def migrate(files: list[Path] = typer.Argument(..., help="Graph files of an older format version."),
             output: Path | None = typer.Option(None, "-o", "--output", help="Write here (one file only)."),
+            allow_newer: bool = typer.Option(False, "--allow-newer", help="Rewrite a file of a newer minor "
+                                             f"format version as {FORMAT_VERSION}, dropping the fields this "
+                                             "solar-io does not know (refused without it)."),
             ) -> None:
     """Upgrade graph files to the current format version (in place unless -o)."""
     if output is not None and len(files) != 1:
@@ -182,6 +202,11 @@ def migrate(files: list[Path] = typer.Argument(..., help="Graph files of an olde
             raise GraphError([Issue((), str(e), line=e.line)], str(f)) from None
         if not isinstance(doc, dict):
             raise GraphError([Issue((), "an einsum-graph file must be a YAML mapping")], str(f))
+        if is_newer_minor(doc.get("version")):
+            write_atomic(output or f, dumps(_loaded(text, f, allow_newer, "migrate")))
+            typer.echo(f"{f}: version {doc.get('version')} -> {FORMAT_VERSION} (newer fields dropped), written to "
+                       f"{output or f}")
+            continue
         try:
             new = migrate_doc(doc)
         except SolarIOError as e:
@@ -193,21 +218,53 @@ def migrate(files: list[Path] = typer.Argument(..., help="Graph files of an olde
         typer.echo(f"{f}: version {doc.get('version')} -> {FORMAT_VERSION}, written to {target}")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Warnings as one line on stderr: a GraphWarning is its text (``FILE:LINE: FIELD: warning: ...``)."""
+    text = str(message) if issubclass(category, GraphWarning) else f"warning: {category.__name__}: {message}"
+    print(cap(text), file=sys.stderr)
+
+
+def _is_usage_error(e: Exception) -> bool:
+    """True for the command-line parser's own errors (click's ClickException, which typer vendors)."""
+    return any(c.__name__ == "ClickException" for c in type(e).__mro__)
+
+
+def _usage_error(e, err) -> int:  # noqa: ANN001
+    """Print a usage error as one line (``error: No such option: --bogus (see 'solar-io bound --help')``);
+    with no arguments at all, only the help text typer printed. The exit status."""
+    if type(e).__name__ == "NoArgsIsHelpError":  # typer has printed the help already
+        return e.exit_code
+    ctx = getattr(e, "ctx", None)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    print(f"error: {cap(' '.join(e.format_message().split()))}{hint}", file=err)
+    return e.exit_code
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, turning user errors into one line and exit 1."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    err = sys.stderr  # --quiet filters sys.stderr for the command; errors go here
     try:
-        app(args=args, prog_name="solar-io")
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code = app(args=args, prog_name="solar-io", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            sys.exit(code)
+    except typer.Abort:
+        print("error: aborted", file=err)
+        sys.exit(1)
     except SolarIOError as e:
         if debug:
             raise
-        for line in e.lines() if isinstance(e, GraphError) else [f"error: {e}"]:
-            print(line, file=sys.stderr)
+        for line in e.lines() if isinstance(e, GraphError) else [f"error: {cap(str(e))}"]:
+            print(line, file=err)
         sys.exit(1)
     except Exception as e:
+        if _is_usage_error(e):
+            sys.exit(_usage_error(e, err))
         if debug:
             raise
-        print(f"error: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
-              file=sys.stderr)
+        print(f"error: internal error: {type(e).__name__}: {cap(str(e))} (run with --debug for the traceback)",
+              file=err)
         sys.exit(3)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from .._gc import gc_paused as _gc_paused
-from ..errors import GraphError, Issue
-from ..graph import Graph
+from ..errors import GraphError, GraphWarning, Issue
+from ..graph import FORMAT_VERSION, Graph
 from .codec import decode, encode
 from .validate import validate
+from .versioning import is_newer_minor
 from .yamltext import YamlError, emit, line_of, parse, read_text, write_atomic
 
 
@@ -17,8 +19,24 @@ def _with_lines(issues: list[Issue], text: str) -> list[Issue]:
             for i in issues]
 
 
+def _newer_minor(doc: object) -> Issue | None:
+    """The warning for a file of a newer minor version than this reader writes, else None."""
+    v = doc.get("version") if isinstance(doc, dict) else None
+    if not is_newer_minor(v):
+        return None
+    return Issue(("version",), f"version {v} is newer than this solar-io reads in full ({FORMAT_VERSION}): fields "
+                 f"it added are ignored; fmt and migrate refuse to rewrite the file (--allow-newer rewrites it "
+                 f"as {FORMAT_VERSION}, dropping them)", "warning")
+
+
+def newer_minor(issues: list[Issue]) -> Issue | None:
+    """The newer-minor-version warning among ``issues`` (from :func:`check_text`), else None."""
+    return next((i for i in issues if i.path == ("version",) and i.severity == "warning"), None)
+
+
 def check_text(text: str, file: str | None = None) -> tuple[Graph | None, list[Issue]]:
-    """Parse, decode and validate ``text``; the graph (None if invalid) and every issue."""
+    """Parse, decode and validate ``text``; the graph (None if invalid) and every issue (a file of a
+    newer minor version gets a warning at ``version`` first)."""
     with _gc_paused():
         return _check_text(text, file)
 
@@ -28,11 +46,13 @@ def _check_text(text: str, file: str | None) -> tuple[Graph | None, list[Issue]]
         doc = parse(text)
     except YamlError as e:
         return None, [Issue((), str(e), line=e.line)]
+    newer = _newer_minor(doc)
+    first = [newer] if newer is not None else []
     try:
-        g, warnings = decode(doc, file)
+        g, ignored = decode(doc, file)
     except GraphError as e:
-        return None, _with_lines(e.issues + e.warnings, text)
-    issues = warnings + validate(g)
+        return None, _with_lines(first + e.issues + e.warnings, text)
+    issues = first + ignored + validate(g)
     if issues:
         issues = _with_lines(issues, text)
     errors = [i for i in issues if i.severity == "error"]
@@ -40,11 +60,28 @@ def _check_text(text: str, file: str | None) -> tuple[Graph | None, list[Issue]]
 
 
 def loads(text: str, file: str | None = None) -> Graph:
-    """The validated Graph in ``text``; GraphError (one line per problem) otherwise."""
+    """The validated Graph in ``text``; GraphError (one line per problem) otherwise.
+
+    Warnings (a newer minor version, the fields of it that are ignored) are issued as
+    :class:`~solar_io.errors.GraphWarning`, one line each (the CLI prints them on stderr)."""
     g, issues = check_text(text, file)
     if g is None:
         raise GraphError(issues, file)
+    warn(issues, file)
     return g
+
+
+def warn(issues: list[Issue], file: str | None = None) -> None:
+    """Issue the warnings among ``issues`` as :class:`~solar_io.errors.GraphWarning` (at most a few per file)."""
+    shown = [i for i in issues if i.severity == "warning"]
+    for i in shown[:_MAX_WARNINGS]:
+        warnings.warn(GraphWarning(i.format(file)), stacklevel=3)
+    if len(shown) > _MAX_WARNINGS:
+        warnings.warn(GraphWarning(f"{file or '<graph>'}: warning: {len(shown) - _MAX_WARNINGS} more warnings "
+                                   "(solar-io check lists them all)"), stacklevel=3)
+
+
+_MAX_WARNINGS = 5  # per file: an old reader of a big newer file would print one per ignored field
 
 
 def load(path: str | Path) -> Graph:
