@@ -107,6 +107,17 @@ def show_cmd(
         memory.add_row(m.level, m.kind or "", capacity, format_si(m.bandwidth, "B/s"), _refs(m.sources),
                        m.note or "")
     console.print(memory)
+    if spec.interconnect:
+        links = Table(title="interconnect (bandwidth per chip, each direction)")
+        for header in ("link", "kind", "bandwidth", "links", "domain", "latency", "src", "note"):
+            links.add_column(header, overflow="fold")
+        for key, ln in spec.interconnect.items():
+            links.add_row(key, ln.kind, format_si(ln.bandwidth, "B/s"), "" if ln.links is None else str(ln.links),
+                          "" if ln.domain is None else f"{ln.domain} chips",
+                          "-" if ln.latency is None else format_si(ln.latency, "s"), _refs(ln.sources), ln.note or "")
+        console.print(links)
+    else:
+        console.print("interconnect: none given in the spec")
     if spec.measured_gemm or spec.measured_bandwidth:
         measured = Table(title="measured")
         for header in ("what", "value", "note"):

@@ -27,7 +27,7 @@ from solar_io.format import yamltext
 from solar_io.resources import data_file
 
 FORMAT_NAME = "solar-io.hardware"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # 1.1 adds the optional 'interconnect' (links to other chips)
 SUPPORTED_MAJOR = 1
 UNIT_CLASSES: tuple[str, ...] = ("matrix", "vector", "special")
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
@@ -37,6 +37,8 @@ __all__ = [
     "Clock",
     "HardwareSpec",
     "HardwareSpecError",
+    "LINK_KINDS",
+    "Link",
     "MeasuredBandwidth",
     "MeasuredGemm",
     "MemoryLevel",
@@ -102,6 +104,29 @@ class MemoryLevel:
         return self.capacity * (self.count or 1)
 
 
+#: The kinds of link a spec's ``interconnect`` may give, fastest domain first.
+LINK_KINDS: tuple[str, ...] = ("scale_up", "host", "scale_out")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One kind of link of a chip (format 1.1): ``bandwidth`` bytes/s per chip and per direction, all
+    links of the kind together; ``domain`` chips reachable over it (None: any, a network);
+    ``latency`` seconds per collective step, None when unpublished.
+
+    >>> Link("NVLink 4", 4.5e11, (0,), links=18, domain=8).bandwidth
+    450000000000.0
+    """
+
+    kind: str
+    bandwidth: float
+    sources: tuple[int, ...]
+    links: int | None = None
+    domain: int | None = None
+    latency: float | None = None
+    note: str | None = None
+
+
 @dataclass(frozen=True)
 class MeasuredGemm:
     """Best measured GEMM rate (FLOP/s) for one dtype, at square size ``size``."""
@@ -152,6 +177,12 @@ class HardwareSpec:
         default_factory=lambda: MappingProxyType({}), hash=False
     )
     path: str | None = field(default=None, compare=False)
+    #: {'scale_up' | 'host' | 'scale_out': Link} (format 1.1); empty when the spec gives none.
+    interconnect: Mapping[str, Link] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+    def link(self, kind: str) -> Link | None:
+        """The chip's link of ``kind`` ('scale_up', 'host', 'scale_out'), or None."""
+        return self.interconnect.get(kind)
 
     def peak(self, unit: str, dtype: str) -> float | None:
         """Dense peak of ``unit`` ('matrix', 'vector', 'special') for ``dtype`` in FLOP/s, or None."""
@@ -201,6 +232,12 @@ class HardwareSpec:
                    keep=("capacity", "bandwidth"))
             for m in self.memory
         ]
+        if self.interconnect:
+            out["interconnect"] = {
+                k: _strip({"kind": ln.kind, "bandwidth": ln.bandwidth, "links": ln.links, "domain": ln.domain,
+                           "latency": ln.latency, "source": _ref(ln.sources), "note": ln.note})
+                for k, ln in self.interconnect.items()
+            }
         measured: dict[str, Any] = {}
         if self.measured_gemm:
             measured["gemm"] = {dt: _strip({"flops": g.flops, "size": g.size, "runs": g.runs,
@@ -356,6 +393,9 @@ def spec_from_dict(data: Any, origin: str | None = None) -> HardwareSpec:
                                         refs(b["source"], f"measured/bandwidth/{pat}"),
                                         b.get("threads"), b.get("runs"), b.get("note"))
                  for pat, b in measured.get("bandwidth", {}).items()}
+    links = {k: Link(ln["kind"], float(ln["bandwidth"]), refs(ln["source"], f"interconnect/{k}"), ln.get("links"),
+                     ln.get("domain"), None if ln.get("latency") is None else float(ln["latency"]), ln.get("note"))
+             for k, ln in data.get("interconnect", {}).items()}
     aliases = tuple(data.get("aliases", ()))
     if data["name"] in aliases:
         raise HardwareSpecError(f"{where}field aliases: alias {data['name']!r} repeats the name")
@@ -366,7 +406,7 @@ def spec_from_dict(data: Any, origin: str | None = None) -> HardwareSpec:
         version=data["version"], kind=data.get("kind"), architecture=data.get("architecture"),
         aliases=aliases, clock=clock, notes=tuple(data.get("notes", ())),
         measured_gemm=MappingProxyType(gemm), measured_bandwidth=MappingProxyType(bandwidth),
-        path=origin,
+        path=origin, interconnect=MappingProxyType(links),
     )
 
 

@@ -1,0 +1,276 @@
+"""Decide how a graph is sharded: TP splits, SP and EP node sets, pipeline stages, microbatches.
+
+:func:`plan` returns a :class:`Plan`: the per-chip graph (ranks renamed by :mod:`.canon`, the
+microbatch and TP splits applied), which nodes run sequence- or expert-parallel and with which
+extra resizes, the pipeline stages, and every decision that changed a number, in words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from solar_io.format.validate import validate
+from solar_io.graph import Graph
+
+from .canon import canonical
+from .layout import Layout, ParallelError
+from .ranks import Constraints
+from .rules import Linear, gradients, layer_cuts, linears, phase, reduced_ranks, touched_ranks
+from .shard import consumers, producers, resize, subgraph
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one replica's graph runs on its chips (see the module docstring)."""
+
+    layout: Layout
+    microbatches: int
+    graph: Graph  # per chip, per microbatch: canonical ranks, batch / microbatches, TP ranks split
+    tp_splits: dict[str, int]
+    column: tuple[str, ...]  # column-parallel linear nodes
+    row: tuple[str, ...]  # row-parallel linear nodes (their outputs are partial sums)
+    partial: tuple[str, ...]  # nodes whose output is a partial sum over the TP group
+    replicated: tuple[tuple[str, str], ...]  # (linear node, why it is not sharded)
+    sp_rank: str | None
+    sp_nodes: frozenset[str]
+    ep_rank: str | None
+    ep_tokens: str | None
+    ep_nodes: frozenset[str]
+    stages: tuple[tuple[str, ...], ...]  # node names of each pipeline stage
+    gradients: tuple[str, ...]
+    training: bool
+    notes: tuple[str, ...] = field(default=())
+
+    def segments(self, stage: int) -> list[tuple[str, frozenset[str], dict[str, Fraction]]]:
+        """(label, nodes, extra rank resizes) of the parts of ``stage`` that one chip runs: the TP part,
+        the sequence-parallel part (sequence rank / tp) and the expert part (experts / ep, tokens x ep)."""
+        nodes = set(self.stages[stage])
+        sp = nodes & self.sp_nodes
+        ep = nodes & self.ep_nodes - sp
+        rest = nodes - sp - ep
+        out = []
+        if rest:
+            out.append(("tensor-parallel" if self.tp_splits else "replicated", frozenset(rest), {}))
+        if sp and self.sp_rank is not None:
+            out.append(("sequence-parallel", frozenset(sp), {self.sp_rank: Fraction(1, self.layout.tp)}))
+        if ep and self.ep_rank is not None:
+            f = {self.ep_rank: Fraction(1, self.layout.ep)}
+            if self.ep_tokens is not None:
+                f[self.ep_tokens] = Fraction(self.layout.ep)
+            out.append(("expert-parallel", frozenset(ep), f))
+        return out
+
+
+def _batch_rank(g: Graph) -> str | None:
+    """The first rank of the first graph input that is an activation (not a weight or constant)."""
+    for t in g.tensors:
+        if t.role == "input" and t.ranks:
+            return t.ranks[0]
+    return None
+
+
+def _tp(g: Graph, cons: Constraints, lins: list[Linear], tp: int) -> tuple[dict[str, int], list[str]]:
+    """TP splits: each linear's column ranks are tried in graph order; a split is kept when the ranks
+    it forces reach the contracted ranks of another linear (a column -> row pair)."""
+    known: dict[str, int] = {}
+    why: list[str] = []
+    if tp == 1:
+        return known, why
+    def split(x: Linear, ranks: tuple[str, ...], into: dict[str, int]) -> bool:
+        return any(into.get(k, 1) > 1 for k in ranks)
+
+    for a in lins:
+        if split(a, a.contracted, known) or split(a, a.column, known):
+            continue  # already row- or column-parallel
+        for r in a.column:
+            trial, err = cons.solve({r: tp}, known)
+            if err is not None:
+                why.append(f"{a.node}: splitting its output rank {r} {tp} ways fails: {err}")
+                continue
+            both = [b.node for b in lins if split(b, b.column, trial) and split(b, b.contracted, trial)]
+            if both:
+                why.append(f"{a.node}: splitting its output rank {r} would split {both[0]} both by rows and columns")
+                continue
+            rows = [b.node for b in lins if b is not a and split(b, b.contracted, trial)
+                    and not split(b, b.contracted, known)]
+            if rows:
+                known = trial
+                break
+    return known, why
+
+
+def _stages(g: Graph, pp: int, times: dict[str, float] | None) -> tuple[tuple[str, ...], ...]:
+    names = [n.name for n in g.nodes]
+    if pp == 1:
+        return (tuple(names),)
+    cuts = layer_cuts(g)
+    if len(cuts) < pp - 1:
+        raise ParallelError(f"--parallel pp={pp}: the graph has {len(cuts)} layer boundaries (cuts where only "
+                            f"the narrowest activations cross), it needs {pp - 1}")
+    w = [times.get(n, 0.0) if times else 1.0 for n in names]
+    prefix = [0.0]
+    for x in w:
+        prefix.append(prefix[-1] + x)
+    points = [c[0] + 1 for c in cuts]  # a stage starts at these node indices
+    # choose pp-1 of the points minimising the slowest stage (exact dynamic programme)
+    big = float("inf")
+    k_max, m = pp - 1, len(points)
+    best = [[big] * (m + 1) for _ in range(k_max + 1)]
+    back = [[-1] * (m + 1) for _ in range(k_max + 1)]
+    for j in range(m):
+        best[1][j] = prefix[points[j]]
+    for k in range(2, k_max + 1):
+        for j in range(m):
+            for i in range(j):
+                v = max(best[k - 1][i], prefix[points[j]] - prefix[points[i]])
+                if v < best[k][j]:
+                    best[k][j], back[k][j] = v, i
+    j = min(range(m), key=lambda j: max(best[k_max][j], prefix[-1] - prefix[points[j]]))
+    chosen = []
+    k = k_max
+    while k >= 1 and j >= 0:
+        chosen.append(points[j])
+        j = back[k][j]
+        k -= 1
+    bounds = [0, *sorted(chosen), len(names)]
+    return tuple(tuple(names[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+def _sp(g: Graph, layout: Layout, lins: list[Linear], split: dict[str, int]
+        ) -> tuple[str | None, frozenset[str], str | None]:
+    if not layout.sp:
+        return None, frozenset(), None
+    if not lins:
+        return None, frozenset(), "sp: the graph has no linear layer, so no token ranks to split"
+    tp = layout.tp
+    token = [r for r in lins[0].tokens if g.rank_sizes[r] % tp == 0 and g.rank_sizes[r] > 1]
+    if not token:
+        return None, frozenset(), (f"sp: no token rank of {lins[0].activation} ({', '.join(lins[0].tokens)}) is "
+                                   f"divisible by tp={tp}; norms stay replicated")
+    s = token[-1]
+    linear_nodes = {x.node for x in lins}
+    tmap = g.tensor_map
+    nodes = set()
+    for n in g.nodes:
+        if n.name in linear_nodes or n.kind == "opaque":
+            continue
+        ranks = touched_ranks(g, n)
+        if any(split.get(r, 1) > 1 for r in ranks) or s in reduced_ranks(g, n):
+            continue
+        data = [t for t in dict.fromkeys(a.tensor for a in (*n.inputs, *n.outputs))
+                if tmap[t].role not in ("weight", "constant")]
+        if data and all(s in tmap[t].ranks for t in data):
+            nodes.add(n.name)
+    return s, frozenset(nodes), None
+
+
+def _ep(g: Graph, layout: Layout, lins: list[Linear]) -> tuple[str | None, str | None, frozenset[str], str | None]:
+    if layout.ep == 1:
+        return None, None, frozenset(), None
+    experts = [x for x in lins if x.expert]
+    if not experts:
+        return None, None, frozenset(), ("ep: no linear has an expert rank (a weight rank its activation and "
+                                         "output share); experts stay replicated")
+    x_rank = experts[0].expert[0]
+    if g.rank_sizes[x_rank] % layout.ep:
+        raise ParallelError(f"--parallel ep={layout.ep}: the expert rank {x_rank} has {g.rank_sizes[x_rank]} experts, "
+                            "not divisible")
+    ex = [x for x in experts if x_rank in x.expert]
+    tokens = ex[0].tokens[0] if ex[0].tokens else None
+    # the expert part: nodes between expert linears (reached from one and reaching one), all over x_rank
+    index = {n.name: i for i, n in enumerate(g.nodes)}
+    made_by, readers = producers(g), consumers(g)
+    first, last = min(index[x.node] for x in ex), max(index[x.node] for x in ex)
+    down: set[str] = {x.node for x in ex}
+    for n in g.nodes[first:last + 1]:
+        if n.name in down:
+            continue
+        if x_rank in n.space or x_rank in touched_ranks(g, n):
+            ins = {made_by.get(a.tensor) for a in n.inputs}
+            if ins & down:
+                down.add(n.name)
+    up: set[str] = {x.node for x in ex}
+    for n in reversed(g.nodes[first:last + 1]):
+        outs = {r for a in n.outputs for r in readers.get(a.tensor, ())}
+        if outs & up:
+            up.add(n.name)
+    return x_rank, tokens, frozenset(down & up), None
+
+
+def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, float] | None = None) -> Plan:
+    """The sharding of ``g`` (one data-parallel replica's step) under ``layout`` (see the module docstring).
+
+    ``node_times``: seconds per node name on one chip, to balance pipeline stages (equal weights if None).
+    """
+    if microbatches < 1:
+        raise ParallelError(f"--microbatches: must be >= 1, got {microbatches}")
+    notes: list[str] = []
+    c = canonical(g)
+    if microbatches > 1:
+        b = _batch_rank(c)
+        if b is None or c.rank_sizes[b] % microbatches:
+            size = c.rank_sizes.get(b) if b else None
+            raise ParallelError(f"--microbatches {microbatches}: the batch rank ({b}, size {size}: the first rank of "
+                                "the first graph input) is not divisible")
+        c = resize(c, {b: Fraction(1, microbatches)}, "--microbatches")
+        notes.append(f"microbatches: {microbatches}, splitting the batch rank {b} (the first rank of the first graph "
+                     f"input) to {c.rank_sizes[b]}")
+    training = any(phase(n) == "backward" for n in c.nodes)
+    if training and layout.pp > 1:
+        raise ParallelError("--parallel pp: pipeline stages of a training graph (forward and backward of a layer on "
+                            "one stage) are not supported yet; use tp/dp/ep/sp, or bound the forward graph")
+    lins = linears(c)
+    cons = Constraints(c)
+    split, why = _tp(c, cons, lins, layout.tp)
+    per_chip = resize(c, {r: Fraction(1, s) for r, s in split.items()}, "--parallel tp")
+    issues = [i for i in validate(per_chip) if i.severity == "error"]
+    if issues:  # a rule forced an inconsistent split: say so rather than price a wrong graph
+        raise ParallelError(f"--parallel tp={layout.tp}: the sharded graph is not consistent "
+                            f"({issues[0].format(g.name or 'graph')}); this graph's layers cannot be split so")
+    column = tuple(x.node for x in lins if any(split.get(r, 1) > 1 for r in x.column))
+    row = tuple(x.node for x in lins if any(split.get(r, 1) > 1 for r in x.contracted))
+    partial = tuple(n.name for n in c.nodes if any(split.get(r, 1) > 1 for r in reduced_ranks(c, n)))
+    sharded = set(column) | set(row)
+    replicated = []
+    if layout.tp > 1:
+        for x in lins:
+            if x.node not in sharded and not x.expert:
+                reason = next((w.split(": ", 1)[1] for w in why if w.startswith(f"{x.node}:")),
+                              "no column -> row pair reaches it")
+                replicated.append((x.node, reason))
+        if split:
+            notes.append("tp: split ranks " + ", ".join(f"{r}/{s}" for r, s in split.items())
+                         + f" (Megatron: {len(column)} column-parallel and {len(row)} row-parallel linears)")
+        else:
+            notes.append(f"tp={layout.tp}: no column -> row pair of linears found; every linear is replicated")
+    sp_rank, sp_nodes, sp_note = _sp(per_chip, layout, linears(per_chip), split)
+    if sp_note:
+        notes.append(sp_note)
+    elif sp_rank is not None:
+        notes.append(f"sp: {len(sp_nodes)} nodes outside the TP regions (norms, residual adds) split the token "
+                     f"rank {sp_rank} {layout.tp} ways; TP all-reduces into them become reduce-scatters and "
+                     "all-gathers feed the TP regions")
+    ep_rank, ep_tokens, ep_nodes, ep_note = _ep(per_chip, layout, linears(per_chip))
+    if ep_note:
+        notes.append(ep_note)
+    elif ep_rank is not None:
+        notes.append(f"ep: the expert rank {ep_rank} is split {layout.ep} ways; each chip runs its "
+                     f"{per_chip.rank_sizes[ep_rank] // layout.ep} experts on the tokens of {layout.ep} data-parallel "
+                     f"ranks ({ep_tokens} x {layout.ep}; balanced routing as the graph fixes it)")
+    if layout.ep > 1 and not layout.dp_given:
+        notes.append(f"dp: not given, taken as ep={layout.ep} (experts are spread over data-parallel ranks)")
+    stages = _stages(per_chip, layout.pp, node_times)
+    grads = tuple(gradients(per_chip)) if training else ()
+    if layout.dp > 1 and training and not grads:
+        notes.append("dp: no weight gradient found (backward-phase outputs shaped like a weight): no all-reduce")
+    return Plan(layout, microbatches, per_chip, split, column, row, partial, tuple(replicated), sp_rank, sp_nodes,
+                ep_rank, ep_tokens, ep_nodes, stages, grads, training, tuple(notes))
+
+
+def stage_graph(p: Plan, stage: int, label: str, nodes: frozenset[str], factors: dict[str, Fraction]) -> Graph:
+    """The graph one chip runs for a segment of a stage, resized."""
+    return resize(subgraph(p.graph, nodes, label), factors, f"--parallel ({label})")
+
+
+__all__ = ["Plan", "plan", "stage_graph"]

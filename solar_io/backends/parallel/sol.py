@@ -1,0 +1,287 @@
+"""The bound of a sharded graph: per-chip compute and memory (the single-chip bound of what each chip
+runs), communication (the collectives the layout needs, priced per link), overlapped and serial.
+
+Per pipeline stage ``s`` and fidelity (unfused, fused), per microbatch:
+
+- ``T_s``: the chip's own work. Each part of the stage (TP, sequence-parallel, expert-parallel) is
+  bounded by ``solar_io.bound`` on the graph that chip runs; unfused times add; fused, the parts
+  are one kernel: ``max(busiest unit's total over the parts, DRAM bytes / bandwidth)``, where the
+  DRAM bytes are the parts' boundary bytes less the tensors a collective hands between parts (a
+  kernel may take them from the link; counting them 0 keeps the bound a lower bound);
+- ``C_s``: the stage's collectives (:mod:`.collectives`), including the send of its output to the
+  next stage;
+- overlapped ``t_s = max(T_s, C_s)`` (communication hidden behind compute), serial ``t_s = T_s + C_s``.
+
+The step (all ``m`` microbatches) is the pipeline's makespan ``sum_s t_s + (m - 1) max_s t_s``: with
+equal stages ``(m + p - 1) t``, a bubble of ``(p - 1) / m`` over the ideal ``m t``. Data-parallel
+gradient all-reduces (training graphs) run once per step and overlap the backward pass only: they
+start when the backward does and the optimizer waits for them, so overlapped
+``step = max(makespan, m t - T_bwd - T_opt + C_dp + T_opt, communication total)``
+(``T_bwd``, ``T_opt``: one microbatch's backward, the optimizer); serial, ``C_dp`` is added.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from solar_io.graph import Graph
+from solar_io.hardware import HardwareSpec
+from solar_io.metrics import tensor_bytes
+
+from .collectives import Collective, Priced, price
+from .layout import Layout, ParallelError
+from .plan import Plan, plan, stage_graph
+from .rules import phase
+from .shard import consumers, producers
+from .system import System, chip_system, load_system
+
+FIDELITIES = ("unfused", "fused")
+
+
+@dataclass(frozen=True, slots=True)
+class ChipTime:
+    """One chip's own work in one fidelity: seconds of compute, of DRAM traffic, and the bound."""
+
+    compute: float
+    memory: float
+    time: float
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One pipeline stage (one chip of it) per microbatch."""
+
+    index: int
+    nodes: int
+    parts: tuple[str, ...]  # the segments' labels
+    work: dict[str, ChipTime]  # per fidelity
+    collectives: tuple[Priced, ...]
+    weight_bytes: float
+
+    @property
+    def comm(self) -> float:
+        """Seconds of communication per microbatch (gradient all-reduces, once per step, excluded)."""
+        return math.fsum(p.total for p in self.collectives if p.collective.dim not in ("dp", "edp"))
+
+    @property
+    def dp_comm(self) -> float:
+        """Seconds of the gradient all-reduces of this stage's weights (once per step)."""
+        return math.fsum(p.total for p in self.collectives if p.collective.dim in ("dp", "edp"))
+
+
+@dataclass(frozen=True)
+class ParallelReport:
+    """The bound of a graph sharded by ``layout`` on ``system`` (see the module docstring)."""
+
+    graph: str | None
+    system: System
+    layout: Layout
+    microbatches: int
+    plan: Plan
+    stages: tuple[StageResult, ...]
+    overlapped: dict[str, float]  # per fidelity: step seconds, communication overlapped
+    serial: dict[str, float]  # per fidelity: step seconds, communication after compute
+    assumptions: tuple[str, ...]
+
+    @property
+    def bubble(self) -> float:
+        """The pipeline bubble of equal stages, (stages - 1) / microbatches."""
+        return (self.layout.pp - 1) / self.microbatches
+
+    def collective_seconds(self, kind: str) -> float:
+        """Seconds per step of every ``kind`` collective (e.g. 'all-reduce') on the busiest stage's chip."""
+        m = self.microbatches
+        return max((math.fsum(p.total * (1 if p.collective.dim in ("dp", "edp") else m) for p in s.collectives
+                              if p.collective.kind == kind) for s in self.stages), default=0.0)
+
+
+def _bytes(g: Graph, t: str) -> float:
+    return tensor_bytes(g, g.tensor_map[t])
+
+
+def _compose(graphs: list[Graph], whole: Graph, hw: HardwareSpec, bound_options: dict) -> dict[str, ChipTime]:
+    """The parts' single-chip bounds joined as one chip's work (module docstring)."""
+    import solar_io
+
+    reports = [solar_io.bound(sg, hw, **bound_options) for sg in graphs]
+    u = [r.unfused for r in reports]
+    unfused = ChipTime(math.fsum(f.compute_time or 0.0 for f in u), math.fsum(f.memory_time or 0.0 for f in u),
+                       math.fsum(f.time or 0.0 for f in u))
+    units: dict[str, float] = {}
+    boundary = 0.0
+    for sg, r in zip(graphs, reports, strict=True):
+        for unit, t in r.fused.unit_times:
+            units[unit] = units.get(unit, 0.0) + t
+        cut = math.fsum(_bytes(sg, t.name) for t in sg.tensors if t.role in ("input", "output")
+                        and whole.tensor_map[t.name].role == "intermediate")
+        boundary += max(0.0, (r.fused.bytes or 0.0) - cut)
+    bw = float(hw.dram_bandwidth or 0.0)
+    f_compute = max(units.values(), default=0.0)
+    f_memory = boundary / bw if bw else 0.0
+    return {"unfused": unfused, "fused": ChipTime(f_compute, f_memory, max(f_compute, f_memory))}
+
+
+def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dict[str, Fraction]]],
+                 graphs: list[Graph]) -> list[Collective]:
+    """The collectives stage ``stage`` needs per microbatch (and its gradient all-reduces per step)."""
+    g = p.graph
+    lay = p.layout
+    made_by, readers = producers(g), consumers(g)
+    part_of = {n: label for label, nodes, _ in parts for n in nodes}
+    sized = {t.name: (sg, t) for sg in graphs for t in sg.tensors if made_by.get(t.name) in {n.name for n in sg.nodes}}
+    here = set(p.stages[stage])
+    out: list[Collective] = []
+    for name in p.partial:
+        if name not in here:
+            continue
+        t = g.node_map[name].outputs[0].tensor
+        users = readers.get(t, [])
+        to_sp = users and all(part_of.get(u) == "sequence-parallel" for u in users)
+        kind = "reduce-scatter" if to_sp else "all-reduce"
+        out.append(Collective(kind, "tp", t, _bytes(g, t), f"{name} sums partial products over the TP group"))
+    for n in g.nodes:
+        if n.name not in here:
+            continue
+        for t in dict.fromkeys(a.tensor for a in n.inputs):
+            src = made_by.get(t)
+            if src is None or src not in here:
+                continue
+            a, b = part_of.get(src), part_of.get(n.name)
+            if a == b:
+                continue
+            if a == "sequence-parallel" and not any(c.tensor == t and c.kind == "all-gather" for c in out):
+                out.append(Collective("all-gather", "tp", t, _bytes(g, t),
+                                      f"{n.name} needs all of {t}, which the sequence-parallel part splits"))
+            if (a == "expert-parallel") != (b == "expert-parallel") and p.ep_rank in g.tensor_map[t].ranks:
+                if not any(c.tensor == t and c.kind == "all-to-all" for c in out):
+                    why = "dispatch to the experts' chips" if b == "expert-parallel" else "combine from the experts"
+                    out.append(Collective("all-to-all", "ep", t, _bytes(g, t), f"{n.name}: {why}"))
+    if stage + 1 < len(p.stages):
+        later = {x for s in p.stages[stage + 1:] for x in s}
+        for n in g.nodes:
+            if n.name not in here:
+                continue
+            for a in n.outputs:
+                if any(u in later for u in readers.get(a.tensor, ())):
+                    sg, t = sized.get(a.tensor, (g, g.tensor_map[a.tensor]))
+                    out.append(Collective("send/recv", "pp", a.tensor, tensor_bytes(sg, t),
+                                          f"stage {stage} -> {stage + 1}: activation"))
+    if lay.dp > 1 and p.gradients:
+        plain = [t for t in p.gradients if made_by.get(t) in here and part_of.get(made_by[t]) != "expert-parallel"]
+        experts = [t for t in p.gradients if made_by.get(t) in here and part_of.get(made_by[t]) == "expert-parallel"]
+        if plain:
+            out.append(Collective("all-reduce", "dp", f"{len(plain)} gradients",
+                                  math.fsum(_bytes(g, t) for t in plain), "data-parallel gradient sum", 1, "backward"))
+        if experts and lay.dp // lay.ep > 1:
+            nb = math.fsum(tensor_bytes(*sized[t]) if t in sized else _bytes(g, t) for t in experts)
+            out.append(Collective("all-reduce", "edp", f"{len(experts)} expert gradients", nb,
+                                  "expert gradients summed over the replicas holding the same experts", 1, "backward"))
+    return out
+
+
+def _groups(lay: Layout, dim: str, stage: int) -> list[list[int]]:
+    per_stage = lay.tp * lay.dp
+    lo, hi = stage * per_stage, (stage + 1) * per_stage
+    if dim == "pp":
+        return [[c, c + per_stage] for c in range(lo, hi)]
+    if dim == "edp":
+        n, stride = lay.dp // lay.ep, lay.tp * lay.ep
+        return [[base + k * stride for k in range(n)] for base in range(lo, lo + stride)]
+    return [gr for gr in lay.groups(dim) if lo <= gr[0] < hi]
+
+
+def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: Layout | None = None, *,
+                   system: System | str | None = None, microbatches: int = 1, **bound_options) -> ParallelReport:
+    """Bound ``graph`` (one data-parallel replica's step) sharded by ``layout`` on ``system`` (a
+    :class:`System`, a shipped system name, a path) or on ``layout.chips`` chips ``hw`` joined by its own
+    links. ``bound_options`` go to ``solar_io.bound`` (e.g. ``strict_fp32=True``)."""
+    import solar_io
+    from solar_io.hardware import load_spec
+
+    layout = layout or Layout()
+    if system is not None:
+        sysm = system if isinstance(system, System) else load_system(system)
+        if hw is not None:
+            spec = hw if isinstance(hw, HardwareSpec) else load_spec(hw)
+            if spec.name != sysm.chip.name:
+                raise ParallelError(f"--hw {spec.name} and --system {sysm.name} (chip {sysm.chip.name}) disagree; "
+                                    "give one")
+    else:
+        if hw is None:
+            raise ParallelError("give --hw CHIP or --system NAME")
+        spec = hw if isinstance(hw, HardwareSpec) else load_spec(hw)
+        sysm = chip_system(spec, layout.chips)
+    if layout.chips > sysm.chips:
+        raise ParallelError(f"--parallel {layout}: {layout.chips} chips, system {sysm.name} has {sysm.chips}")
+    chip = sysm.chip
+    one = solar_io.bound(graph, chip, **bound_options) if layout.pp > 1 else None
+    times = {n.name: n.time for n in one.nodes} if one is not None else None
+    p = plan(graph, layout, microbatches, times)
+    stages = []
+    for s in range(len(p.stages)):
+        parts = p.segments(s)
+        graphs = [stage_graph(p, s, f"{graph.name or 'graph'}.stage{s}.{label}", nodes, f)
+                  for label, nodes, f in parts]
+        work = _compose(graphs, p.graph, chip, bound_options)
+        priced = tuple(price(c, sysm, _groups(layout, c.dim, s)) for c in _collectives(p, s, parts, graphs))
+        wbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs for t in sg.tensors if t.role == "weight")
+        stages.append(StageResult(s, len(p.stages[s]), tuple(x[0] for x in parts), work, priced, wbytes))
+    m = microbatches
+    overlapped, serial = {}, {}
+    for f in FIDELITIES:
+        t_over = [max(st.work[f].time, st.comm) for st in stages]
+        t_ser = [st.work[f].time + st.comm for st in stages]
+        make_over = math.fsum(t_over) + (m - 1) * max(t_over)
+        make_ser = math.fsum(t_ser) + (m - 1) * max(t_ser)
+        dp = max((st.dp_comm for st in stages), default=0.0)
+        over = make_over
+        if dp > 0:
+            st = stages[0]  # training: one stage (pp > 1 is refused for training graphs)
+            bwd, opt = _phase_times(p, st, chip, bound_options, f, graph.name)
+            over = max(make_over, make_over - bwd - opt + dp + opt, m * st.comm + dp)
+        overlapped[f], serial[f] = over, make_ser + dp
+    return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
+                          _assumptions(p, sysm, stages))
+
+
+def _phase_times(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, fidelity: str,
+                 name: str | None) -> tuple[float, float]:
+    """(one microbatch's backward, the optimizer) seconds of the chip in ``fidelity``."""
+    out = []
+    for want in ("backward", "optimizer"):
+        graphs = []
+        for label, nodes, f in p.segments(st.index):
+            sel = frozenset(n for n in nodes if phase(p.graph.node_map[n]) == want)
+            if sel:
+                graphs.append(stage_graph(p, st.index, f"{name or 'graph'}.{want}.{label}", sel, f))
+        out.append(_compose(graphs, p.graph, chip, opts)[fidelity].time if graphs else 0.0)
+    return out[0], out[1]
+
+
+def _assumptions(p: Plan, s: System, stages: list[StageResult]) -> tuple[str, ...]:
+    up, out = s.scale_up, s.scale_out
+    lines = [f"system: {s.full_name}: {s.chips_per_node} chips per node, {s.nodes} node(s); layout {p.layout} on "
+             f"{p.layout.chips} chips (tp innermost, then dp, then pp; ep groups inside dp)"]
+    if up is not None:
+        lines.append(f"links: inside a node {up.kind} at {up.bandwidth:.4g} B/s per chip each way"
+                     + (f" ({up.domain}-chip domain)" if up.domain else ""))
+    if out is not None:
+        lines.append(f"links: across nodes {out.kind} at {out.bandwidth:.4g} B/s per chip each way "
+                     "(one interface per chip, non-blocking fabric)")
+    if not any(ln is not None and ln.latency for ln in (up, out)):
+        lines.append("latency: no link latency is published in the specs: 0 s per collective step (bandwidth terms "
+                     "only, still a lower bound)")
+    lines.append("collectives: ring formulas (all-reduce 2(n-1)/n B/bw; all-gather, reduce-scatter, all-to-all "
+                 "(n-1)/n B/bw; send/recv B/bw); groups spanning nodes run hierarchically, the slower level binding; "
+                 "in-network reduction (NVLink SHARP, InfiniBand SHARP) is not modelled and could halve an all-reduce")
+    lines.append("inputs: graph inputs over split ranks (a KV cache split by heads, token ids split by SP) are taken "
+                 "as already distributed; outputs over split ranks stay distributed (no final gather)")
+    lines.append(f"pipeline: {len(stages)} stage(s), {p.microbatches} microbatch(es), bubble (stages-1)/microbatches "
+                 f"= {(len(stages) - 1) / p.microbatches:.4g}; stages cut at layer boundaries, balanced by one chip's "
+                 "unfused node times")
+    return (*lines, *p.notes)
+
+
+__all__ = ["FIDELITIES", "ChipTime", "ParallelReport", "StageResult", "parallel_bound"]
