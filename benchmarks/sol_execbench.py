@@ -27,7 +27,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from solar_io.backends.roofline.bounds import bound_many
+from solar_io.backends.bound import bound_many
 from solar_io.errors import SolarIOError
 from solar_io.frontends.trace.detect import problem_dirs
 from solar_io.frontends.trace.problems import capture_problem

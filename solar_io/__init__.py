@@ -1,7 +1,7 @@
 """solar-io: speed-of-light analysis of deep-learning workloads from einsum-graph files.
 
 The core (this package, without its ``frontends``) imports neither torch nor jax, and no backend:
-``solar_io.bound`` and ``solar_io.Report`` are the roofline backend's, imported on first use.
+``solar_io.bound`` and ``solar_io.Report`` are the backends' (``solar_io.backends.bound``), imported on first use.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -15,7 +15,7 @@ from .graph import FORMAT_NAME, FORMAT_VERSION, Graph, Node, Producer, Tensor, V
 from .metrics import GraphMetrics, NodeMetrics, graph_metrics, node_metrics
 
 #: public names that live in a backend, imported when first used (the core never imports a backend).
-_FROM_BACKENDS = {"bound": "solar_io.backends.roofline", "Report": "solar_io.backends.roofline"}
+_FROM_BACKENDS = {"bound": "solar_io.backends.bound", "Report": "solar_io.backends.result"}
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute

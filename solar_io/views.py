@@ -30,7 +30,7 @@ of the root as the same chain walk gives, so the root's boundary read is at leas
 most all of it (a view may declare another density than its root); several reads of one root are
 charged the largest (a lower bound on their union).
 
-(``solar_io.backends.roofline.aliases`` re-exports this module for the backends.)
+(The backends read it through their traffic model, :mod:`solar_io.backends.traffic`.)
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from test_torch_corpus import MODELS, captured  # noqa: E402
 
 from solar_io.affine import Indirect  # noqa: E402
 from solar_io.backends.roofline import bound  # noqa: E402
-from solar_io.backends.roofline.kernels import kernels  # noqa: E402
+from solar_io.backends.traffic.kernels import kernels  # noqa: E402
 from solar_io.frontends.torch.bytecount import program_bytes, touched_bytes, union_bytes  # noqa: E402
 from solar_io.graph import Graph  # noqa: E402
 

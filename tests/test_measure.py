@@ -108,7 +108,7 @@ def test_measure_jax_file(tmp_path):
 
 def test_headroom_is_measured_over_sol(cpu_spec):
     """headroom() divides the measured time by each computed fidelity's SOL, flags runs below it."""
-    from solar_io.backends.roofline.bounds import bound
+    from solar_io.backends.bound import bound
     from solar_io.measure import capture_graph
 
     g = capture_graph(MODELS / "small_matmul.py")

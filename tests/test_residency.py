@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import graphs
 
-from solar_io.backends.roofline.residency import dram_bytes, node_traffic, on_chip_capacity
+from solar_io.backends.traffic.residency import dram_bytes, node_traffic, on_chip_capacity
 from solar_io.format.files import loads
 from solar_io.hardware import load_spec
 from solar_io.metrics import graph_metrics
@@ -140,7 +140,7 @@ def test_nodes_of_one_source_op_run_as_one_kernel():
     from test_roofline import H100, build, einsum
 
     from solar_io.backends.roofline import bound
-    from solar_io.backends.roofline.kernels import kernels
+    from solar_io.backends.traffic.kernels import kernels
 
     r_, c = 512, 4096
     op = {"op": "aten._softmax"}

@@ -10,7 +10,7 @@ import pytest
 
 from solar_io.affine import parse_access
 from solar_io.backends.roofline import bound
-from solar_io.backends.roofline.aliases import boundary_bytes, exposed_bytes
+from solar_io.views import boundary_bytes, exposed_bytes
 from solar_io.graph import Graph, Node, Tensor
 from solar_io.hardware import load_spec
 from solar_io.metrics import graph_metrics

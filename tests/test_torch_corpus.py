@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from solar_io import dumps, loads, validate  # noqa: E402
 from solar_io.frontends.torch.capture import Capture, capture_source  # noqa: E402
 from solar_io.frontends.torch.loader import load_source  # noqa: E402
-from solar_io.frontends.torch.registry import ruled_ops  # noqa: E402
+from solar_io.frontends.torch.rulebook import ruled_ops  # noqa: E402
 from solar_io.metrics import graph_metrics  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

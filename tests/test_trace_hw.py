@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import solar_io
-from solar_io.backends.roofline.bounds import bound, bound_many
+from solar_io.backends.bound import bound, bound_many
 from solar_io.backends.roofline.model import BoundError
 from solar_io.hardware.catalog import split_clock
 

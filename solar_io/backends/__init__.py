@@ -1,8 +1,12 @@
-"""Backends: bounds computed from an einsum graph and a hardware spec.
+"""Backends: bounds computed from an einsum graph and a hardware spec (map: ``README.md`` here).
 
-``roofline``: unfused and fused speed-of-light bounds, headroom and the inverse roofline.
+:mod:`.bound` is the pipeline (``bound``, ``bound_many``): :mod:`.traffic` (bytes, views, residency,
+kernels: built once per graph) -> :mod:`.roofline` (unfused, fused) -> :mod:`.tiling` (cache-aware)
+-> the :class:`~.result.Report` -> :mod:`.inverse` (inverse roofline).
 """
 
-from .roofline import BoundError, Report, bound, bound_many
+from .bound import bound, bound_many
+from .result import Report
+from .roofline.model import BoundError
 
 __all__ = ["BoundError", "Report", "bound", "bound_many"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..backends.roofline.bounds import bound_many, resolve_graph
+from ..backends.bound import bound_many, resolve_graph
 from ..backends.roofline.model import BoundError
 from ..backends.roofline.report import to_json, to_yaml
 from ..backends.roofline.table import DEFAULT_TOP, render, warnings

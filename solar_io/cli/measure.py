@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ..backends.roofline.bounds import bound_many
+from ..backends.bound import bound_many
 from ..backends.roofline.units import format_ratio, format_time, parse_time
 from ..errors import SolarIOError
 from ..hardware.spec import HardwareSpec

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from ..backends.roofline.bounds import resolve_graph, resolve_hardware
+from ..backends.bound import resolve_graph, resolve_hardware
 from ..backends.roofline.units import format_si, format_time
 from ..dse.diff import DiffError, GraphDiff, describe, diff_graphs, parse_threshold, to_dict
 from ..dse.reorder import ChainReport, OrderCost, ReorderError, analyse

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from solar_io.backends.roofline.bounds import resolve_graph, resolve_hardware
+from solar_io.backends.bound import resolve_graph, resolve_hardware
 from solar_io.backends.roofline.model import BoundError
 from solar_io.backends.roofline.units import format_si
 
@@ -22,7 +22,7 @@ from ..backends.tiling.einsum import einsum_of
 from ..backends.tiling.floors import floor
 from ..backends.tiling.ilp import solve
 from ..backends.tiling.partition import capacity_of
-from ..backends.tiling.sol import parse_bytes
+from ..backends.roofline.units import parse_bytes
 from ..units import SIZE_RULES
 
 

@@ -192,7 +192,7 @@ def diff_graphs(old: Graph, new: Graph, hw: HardwareSpec | str | None = None) ->
     """The diff of ``old`` and ``new``; with ``hw`` (a HardwareSpec, name or path) SOL totals too."""
     spec = None
     if hw is not None:
-        from ..backends.roofline.bounds import resolve_hardware
+        from ..backends.bound import resolve_hardware
 
         spec = resolve_hardware(hw)
     ranks_old, ranks_new = old.rank_sizes, new.rank_sizes

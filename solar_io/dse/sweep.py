@@ -307,7 +307,7 @@ def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *,
     Rows come in grid order, then chip order, then fidelity order, whatever order the executor
     finishes the points in. Raises :class:`SweepError` for a parameter the file does not declare.
     """
-    from solar_io.backends.roofline.bounds import resolve_hardware
+    from solar_io.backends.bound import resolve_hardware
 
     from ..frontends.select import detect_frontend
 

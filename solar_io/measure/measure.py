@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends.roofline.result import Report
+from ..backends.result import Report
 from ..graph import Graph
 from .runners import MeasureError, RunOptions, make_runnable
 from .timing import Timing, time_runs

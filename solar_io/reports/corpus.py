@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends.roofline.bounds import bound
-from ..backends.roofline.result import Report
+from ..backends.bound import bound
+from ..backends.result import Report
 from ..errors import SolarIOError
 from ..hardware.spec import HardwareSpec
 from .budget import available_bytes, run_bytes

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends.roofline.result import Report
+from ..backends.result import Report
 from ..backends.roofline.units import format_si
 from ..errors import SolarIOError
 

@@ -1,4 +1,4 @@
-"""Unfused and fused speed-of-light bounds of a graph on a chip (``solar_io.bound``).
+"""Unfused and fused speed-of-light bounds of a graph on a chip (the pipeline: :mod:`solar_io.backends.bound`).
 
 All times are lower bounds in seconds: a real run of the workload on the chip cannot be faster.
 
@@ -13,8 +13,8 @@ DRAM run concurrently, so
   as one, :mod:`.kernels`): ``T = sum_k max(busiest unit's total over k, DRAM bytes(k) / bandwidth)``;
   a hand-written graph has one kernel per node. DRAM bytes are what crosses the kernel's boundary
   less what on-chip memory (S bytes, the spec's on-chip levels) may keep between kernels
-  (:mod:`.residency`); ``residency=False`` charges every operand (the classical count, which a chip
-  with caches can beat);
+  (:mod:`solar_io.backends.traffic.residency`); ``residency=False`` charges every operand (the
+  classical count, which a chip with caches can beat);
 - **fused**: the graph is one kernel with unlimited on-chip memory; only graph inputs, weights,
   stored constants and outputs cross DRAM (``GraphMetrics.boundary_bytes``, views included:
   the part of a computed tensor that an output viewing it exposes, and inputs read only through
@@ -23,7 +23,8 @@ DRAM run concurrently, so
   across nodes as well inside one kernel (a fused attention kernel runs its softmax on the vector
   and special units while the tensor cores run the next matmul), so the compute term is the busiest
   unit's total, which is at most ``sum_v compute(v)``; ``fused <= unfused`` always holds.
-- **cache-aware** (finite on-chip memory) is a later fidelity: its slot is reported "not computed".
+- **cache-aware** (finite on-chip memory) is :mod:`solar_io.backends.tiling`; without it its slot is
+  reported "not computed".
 
 Sparse tensors (``density`` d < 1). Bytes already scale with d (``solar_io.metrics``). For compute
 there are two models of a node with a sparse operand: a dense kernel executes every multiply at
@@ -43,233 +44,58 @@ Opaque nodes have unknown compute: the bound uses their bytes only and the repor
 (``opaque``); work the chip has no peak for at all is likewise listed (``unpriced``).
 """
 
+
 from __future__ import annotations
 
-import gc
 import math
-import os
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from solar_io.dtypes import ALIASES, DTYPES
 from solar_io.graph import Graph
-from solar_io.hardware import HardwareSpec, load_spec
-from solar_io.hardware.catalog import split_clock
-from solar_io.metrics import GraphMetrics, graph_metrics
+from solar_io.metrics import GraphMetrics
 
-from ...format.files import load
-from .aliases import ViewChains
-from .clock import at_clock
-from .inverse import inverse_roofline
-from .kernels import kernel_groups, kernel_traffic, merge
-from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, Plan, Route, parse_compute_dtype
-from .precision import Policy, PrecisionPlan, analyse, record
-from .residency import NodeTraffic, dram_bytes, node_traffic, on_chip_capacity
-from .result import UNITS, Fidelity, Load, NodeBound, Options, Report, Resource, Totals
-from .units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
+from ..result import UNITS, Fidelity, Load, NodeBound, Resource, Totals, time_and_bottleneck
+from ..traffic.residency import NodeTraffic
+from .model import MATRIX, SPECIAL, VECTOR, WORK_KINDS, BoundError, PeakModel, Plan, Route
+from .precision import PrecisionPlan
 
-# ---------------------------------------------------------------------------- inputs
+UNFUSED_NOTE = ("each node is a kernel: sum over nodes of max(compute, DRAM bytes / DRAM bandwidth); "
+                "on-chip memory keeps data between kernels")
 
 
-def resolve_graph(graph: Graph | str | os.PathLike[str]) -> Graph:
-    """A Graph, or the validated graph in the file at a path."""
-    return graph if isinstance(graph, Graph) else load(graph)
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """The per-node rows of one graph on one chip and what pricing them noted."""
+
+    nodes: tuple[NodeBound, ...]
+    notes: tuple[str, ...]
+    unpriced: tuple[tuple[str, str], ...]
+    repriced: tuple[tuple[int, str, bool], ...]  # (node index, compute class, fp32 matrix work at tf32)
 
 
-def launch_note(r: Report, overhead: float) -> str:
-    """The per-kernel launch floor next to the bounds (``--launch-overhead``), never added to them: the
-    unfused bound runs one kernel per source op (``r.kernels``) that moves bytes or computes (views and
-    immediates launch nothing), the fused bound one kernel."""
-    n = sum(1 for k in (r.kernels or r.nodes) if k.bytes or k.macs or k.flops_vector or k.transcendental
-            or not k.compute_known)
-    unfused, fused = (r.unfused.time or 0.0) + n * overhead, (r.fused.time or 0.0) + overhead
-    t = format_time
-    return (f"launch floor (--launch-overhead {t(overhead)} per kernel; reported apart, not in the bounds): "
-            f"unfused {n} kernel(s) = {t(n * overhead)} (unfused SOL + floor {t(unfused)}), fused 1 kernel = "
-            f"{t(overhead)} (fused SOL + floor {t(fused)})")
-
-
-def resolve_hardware(hw: HardwareSpec | str | os.PathLike[str]) -> HardwareSpec:
-    """A HardwareSpec, or the spec with this name, alias or path."""
-    spec = hw if isinstance(hw, HardwareSpec) else load_spec(hw)
-    if not spec.dram_bandwidth:
-        raise BoundError(f"hardware {spec.name}: the spec gives no DRAM bandwidth; a bound needs one")
-    return spec
-
-
-def cast_graph(g: Graph, dtype: str) -> Graph:
-    """``g`` with every floating-point tensor stored as ``dtype`` (integer and bool tensors,
-    indices and masks, keep theirs): a what-if of the same workload in another precision."""
-    name = ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
-    if name not in DTYPES:
-        raise BoundError(f"--dtype: unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
-    tensors = tuple(replace(t, dtype=name) if DTYPES[t.dtype].family == "float" else t for t in g.tensors)
-    return replace(g, tensors=tensors)
-
-
-def _seconds(value: float | str | None, what: str) -> float | None:
-    if value is None or isinstance(value, str):
-        return parse_time(value, what) if value is not None else None
-    if not (value > 0 and math.isfinite(value)):
-        raise BoundError(f"{what}: must be a positive number of seconds, got {value!r}")
-    return float(value)
-
-
-def target_seconds(target_latency: float | str | None, target_rate: float | str | None) -> tuple[
-        float | None, float | None]:
-    """(target latency s, target rate Hz) from the options; at most one may be given."""
-    if target_latency is not None and target_rate is not None:
-        raise BoundError("give --target-latency or --target-rate, not both")
-    if target_rate is not None:
-        hz = parse_rate(target_rate, "--target-rate") if isinstance(target_rate, str) else float(target_rate)
-        if not (hz > 0 and math.isfinite(hz)):
-            raise BoundError(f"--target-rate: must be a positive rate in Hz, got {target_rate!r}")
-        return 1.0 / hz, hz
-    return _seconds(target_latency, "--target-latency"), None
-
-
-# ---------------------------------------------------------------------------- the bound
-
-
-def bound(graph: Graph | str | os.PathLike[str], hw: HardwareSpec | str | os.PathLike[str], *,
-          measured: float | str | None = None, target_latency: float | str | None = None,
-          target_rate: float | str | None = None, allow_tf32: bool | None = None, dtype: str | None = None,
-          compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
-          cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True,
-          strict_fp32: bool = False, strict_dequant: bool = False, clock: float | str | None = None,
-          launch_overhead: float | str | None = None) -> Report:
-    """The SOL report of ``graph`` (a Graph or a path) on ``hw`` (a HardwareSpec, name, alias or path).
-
-    ``measured``: a measured run time (seconds, or text such as ``'3.1ms'``) for the headroom.
-    ``target_latency`` (seconds or ``'2ms'``) or ``target_rate`` (Hz or ``'500Hz'``): the inverse
-    roofline. Precision policy (:mod:`.precision`, both rules on by default): ``strict_fp32`` prices fp32
-    matrix work at fp32 peaks only (``allow_tf32=False`` is the old spelling of it; ``True`` is the
-    default), ``strict_dequant`` prices dequantised operands as written. ``clock``: scale every compute
-    peak to this core clock (Hz or ``'1500MHz'``, :mod:`.clock`). ``dtype``: cast every float tensor
-    first. ``compute_dtype``: override the dtype class of the peaks (``'bf16'`` or ``'fp8=fp16'``).
-    ``cache_aware``: also compute the cache-aware fidelity (finite on-chip memory, :mod:`solar_io.backends.tiling`)
-    with ``capacity`` bytes on chip (default: the spec's on-chip levels) and Q(S) from the tiling ILP
-    (``cache_bound='ilp'``) or the provable floor (``'floor'``). ``residency``: on-chip memory keeps
-    data between kernels (the unfused bytes and the cache-aware group traffic drop what it may hold,
-    :mod:`.residency`); False gives the classical per-kernel counts, which a chip with caches can beat.
-    ``hw`` may be ``NAME@CLOCK`` (``'b200@1500MHz'``); ``launch_overhead`` adds a note with the per-kernel
-    launch floor, apart from the bounds (see :func:`bound_many`).
-    """
-    return bound_many(graph, [hw], measured=measured, target_latency=target_latency, target_rate=target_rate,
-                      allow_tf32=allow_tf32, dtype=dtype, compute_dtype=compute_dtype, cache_aware=cache_aware,
-                      cache_bound=cache_bound, capacity=capacity, residency=residency, strict_fp32=strict_fp32,
-                      strict_dequant=strict_dequant, clock=clock, launch_overhead=launch_overhead)[0]
-
-
-def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec | str | os.PathLike[str]], *,
-               measured: float | str | None = None, target_latency: float | str | None = None,
-               target_rate: float | str | None = None, allow_tf32: bool | None = None, dtype: str | None = None,
-               compute_dtype: str | dict[str, str] | None = None, cache_aware: bool = False,
-               cache_bound: str = "ilp", capacity: float | str | None = None, residency: bool = True,
-               strict_fp32: bool = False, strict_dequant: bool = False,
-               clock: float | str | None = None, launch_overhead: float | str | None = None) -> list[Report]:
-    """One report per chip of ``hws`` (metrics are computed once); see :func:`bound`.
-
-    A chip written ``NAME@CLOCK`` (``b200@1500MHz``) is bounded at that core clock, as ``clock`` does
-    for every chip (giving both for one chip is an error unless they agree). ``launch_overhead``
-    (seconds or ``'0.4us'``): a per-kernel launch floor reported in a note next to the bounds, never
-    added to them (off by default)."""
-    if allow_tf32 and strict_fp32:
-        raise BoundError("give --allow-tf32 (the default) or --strict-fp32, not both")
-    tf32 = not strict_fp32 if allow_tf32 is None else allow_tf32
-    policy = Policy(tf32, not strict_dequant)
-    measured_s = _seconds(measured, "--measured")
-    latency, rate = target_seconds(target_latency, target_rate)
-    override = parse_compute_dtype(compute_dtype)
-    clocked, clocks = [], []
-    for h in hws:
-        name, at = split_clock(h) if isinstance(h, str) else (h, None)
-        if at is not None and clock is not None and parse_frequency(at, "--hw") != parse_frequency(clock):
-            raise BoundError(f"--hw {h}: the clock after @ disagrees with --clock {clock}; give one")
-        chip_clock = at if at is not None else clock
-        hz = parse_frequency(chip_clock, f"--hw {h}" if at is not None else "--clock") \
-            if chip_clock is not None else None
-        sp = resolve_hardware(name)
-        clocked.append(at_clock(sp, hz) if hz is not None else (sp, None))
-        clocks.append(hz)
-    launch_s = _seconds(launch_overhead, "--launch-overhead")
-    g = resolve_graph(graph)
-    if dtype is not None:
-        g = cast_graph(g, dtype)
-    cast = None if dtype is None else cast_graph_name(dtype)
-    reports = []
-    cap_bytes = parse_bytes(capacity)
-    with _gc_paused():
-        gm = graph_metrics(g)
-        chains = ViewChains(g)
-        traffic = node_traffic(g, gm, chains)
-        pplan = analyse(g, gm, policy)
-        spans = kernel_groups(g, pplan.absorbed)
-        ktraffic = kernel_traffic(g, traffic, spans, chains.exposed())
-        for (spec, clock_note), clock_hz in zip(clocked, clocks, strict=True):
-            options = Options(tf32, cast, tuple(sorted(override.items())), strict_dequant, clock_hz)
-            s, s_source = on_chip_capacity(spec, cap_bytes) if residency else (0.0, "--no-residency")
-            dram = dram_bytes(g, traffic, s, chains)
-            kdram = dram_bytes(g, ktraffic, s, chains)
-            r = _bound_one(g, gm, spec, PeakModel(spec, tf32, override), options, measured_s,
-                           traffic, dram, s, s_source, pplan, clock_note)
-            r = with_kernels(r, g, spans, ktraffic, kdram)
-            if cache_aware:
-                from solar_io.backends.tiling.sol import with_cache_aware
-                r = with_cache_aware(r, g, gm, spec, capacity, cache_bound, residency)
-            if latency is not None:
-                r = replace(r, inverse=inverse_roofline(r, latency, rate))
-            if launch_s is not None:
-                r = replace(r, notes=(*r.notes, launch_note(r, launch_s)))
-            reports.append(r)
-    return reports
-
-
-def cast_graph_name(dtype: str) -> str:
-    """The canonical name of a ``--dtype`` value."""
-    return ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while ~10 objects per node are built (its full passes
-    otherwise cost a third of the time on large graphs); the objects are acyclic."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel, options: Options,
-               measured: float | None, traffic: Sequence[NodeTraffic] | None = None,
-               dram: Sequence[float] | None = None, capacity: float = 0.0, capacity_source: str = "",
-               pplan: PrecisionPlan | None = None, clock_note: str | None = None) -> Report:
-    bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
+def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic: Sequence[NodeTraffic],
+                dram: Sequence[float], pplan: PrecisionPlan) -> Priced:
+    """Every node of ``g`` as its own kernel on the chip of ``model``: its loads per unit at the peaks
+    the model routes its work to, and ``dram[v]`` bytes at bandwidth ``bw`` (the module docstring)."""
     nodes: list[NodeBound] = []
     notes: dict[str, None] = {}
     unpriced: list[tuple[str, str]] = []
     dtype_of = {t.name: t.dtype for t in g.tensors}
     sparse = {t.name: t.density for t in g.tensors if t.density is not None and t.density < 1.0}
-    if traffic is None:
-        traffic = node_traffic(g, gm)
-    if dram is None:  # no on-chip memory: the classical per-kernel bytes
-        dram = [tr.bytes for tr in traffic]
-    if pplan is None:
-        pplan = PrecisionPlan(Policy(model.allow_tf32, False))
-    repriced: list[tuple[int, str, bool]] = []  # (node index, compute class, fp32 matrix work at tf32)
+    repriced: list[tuple[int, str, bool]] = []
     for idx, (node, m, tr, dbytes) in enumerate(zip(g.nodes, gm.nodes, traffic, dram, strict=True)):
         nbytes = tr.bytes
         mem = dbytes / bw
-        dram_load = (Load("dram", "dram", dbytes, bw),) if dbytes > 0 else ()
+        dram_load = (Load(resource="dram", unit="dram", work=dbytes, rate=bw),) if dbytes > 0 else ()
         work = (m.flops_matrix, m.flops_vector, m.transcendental)
+        common = dict(name=node.name, kind=node.kind, op=node.op, macs=m.macs, flops_matrix=work[0],
+                      flops_vector=work[1], transcendental=work[2], bytes=nbytes, bytes_exact=m.bytes_exact,
+                      memory_time=mem, dram_bytes=dbytes)
         if not m.compute_known or not (work[0] or work[1] or work[2]):
-            nodes.append(NodeBound(node.name, node.kind, node.op, None, m.macs, *work, nbytes, m.bytes_exact,
-                                   1.0, m.compute_known, (), dram_load, 0.0, 0.0, 0.0, mem, mem,
-                                   "memory" if mem > 0 else "none", dbytes))
+            nodes.append(NodeBound(**common, compute_dtype=None, effectual_fraction=1.0,
+                                   compute_known=m.compute_known, unpriced=(), loads=dram_load, matrix_time=0.0,
+                                   vector_time=0.0, special_time=0.0, time=mem,
+                                   bottleneck="memory" if mem > 0 else "none"))
             continue
         dtypes = pplan.operand_dtypes.get(idx) or tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs))
         plan = model.plan(dtypes)
@@ -294,7 +120,8 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
                 continue
             key = route.key
             prev = loads.get(key)
-            loads[key] = Load(key, route.unit, w * frac + (prev.work if prev else 0.0), route.peak)
+            loads[key] = Load(resource=key, unit=route.unit, work=w * frac + (prev.work if prev else 0.0),
+                              rate=route.peak)
         for kind, text in plan.notes:
             if kind < 0 or work[kind] > 0:
                 notes.setdefault(text)
@@ -306,21 +133,14 @@ def _bound_one(g: Graph, gm: GraphMetrics, spec: HardwareSpec, model: PeakModel,
                 vt += ld.work / ld.rate
             else:
                 st += ld.work / ld.rate
-        t = max(mt, vt, st, mem)
-        bn = "none" if t <= 0 else ("matrix" if t == mt else "vector" if t == vt else "special" if t == st
-                                    else "memory")
+        t, bn = time_and_bottleneck(mt, vt, st, mem)
         if missing:
             unpriced.extend((node.name, k) for k in missing)
-        nodes.append(NodeBound(node.name, node.kind, node.op, plan.compute_dtype, m.macs, *work, nbytes,
-                               m.bytes_exact, frac, True, tuple(missing), tuple(loads.values()) + dram_load,
-                               mt, vt, st, mem, t, bn, dbytes, rule))
-    if capacity > 0:
-        notes.setdefault(f"unfused: a node's DRAM bytes exclude what on-chip memory kept from earlier kernels, "
-                         f"at most S = {capacity:.6g} B ({capacity_source}) of re-read and of written data each")
-    if clock_note:
-        notes.setdefault(clock_note)
-    r = _assemble(g, gm, spec, options, tuple(nodes), tuple(notes), tuple(unpriced), measured)
-    return replace(r, precision=record(g, pplan, repriced))
+        nodes.append(NodeBound(**common, compute_dtype=plan.compute_dtype, effectual_fraction=frac,
+                               compute_known=True, unpriced=tuple(missing), loads=tuple(loads.values()) + dram_load,
+                               matrix_time=mt, vector_time=vt, special_time=st, time=t, bottleneck=bn,
+                               precision=rule))
+    return Priced(tuple(nodes), tuple(notes), tuple(unpriced), tuple(repriced))
 
 
 def _rule(plan: Plan, matrix_work: float, pplan: PrecisionPlan, idx: int) -> str | None:
@@ -340,80 +160,61 @@ def _sum(xs: Iterable[float]) -> float:
     return math.fsum(xs)
 
 
-def _assemble(g: Graph, gm: GraphMetrics, spec: HardwareSpec, options: Options, nodes: tuple[NodeBound, ...],
-              notes: tuple[str, ...], unpriced: tuple[tuple[str, str], ...], measured: float | None) -> Report:
-    bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
+def headroom(measured: float | None, t: float | None) -> float | None:
+    """measured / bound (None without a measurement or for a zero bound)."""
+    return measured / t if measured is not None and t is not None and t > 0 else None
 
-    def headroom(t: float) -> float | None:
-        return measured / t if measured is not None and t > 0 else None
 
-    # Unfused.
-    u_units = tuple((u, _sum(getattr(n, f"{u}_time") for n in nodes)) for u in UNITS)
-    u_time = unfused_time(nodes)
+def unit_totals(rows: Sequence[NodeBound]) -> tuple[tuple[str, float], ...]:
+    """Seconds per unit over ``rows`` (correctly rounded sums)."""
+    return tuple((u, _sum(getattr(n, f"{u}_time") for n in rows)) for u in UNITS)
+
+
+def unfused_fidelity(kernels: Sequence[NodeBound], measured: float | None, note: str = UNFUSED_NOTE) -> Fidelity:
+    """The unfused bound: every kernel of ``kernels`` alone, their times summed."""
+    u_time = unfused_time(kernels)
     by_bn: dict[str, list[float]] = {}
-    for n in nodes:
-        by_bn.setdefault(n.bottleneck, []).append(n.time)
-    split = tuple(sorted(((k, _sum(v)) for k, v in by_bn.items() if k != "none"), key=lambda kv: -kv[1]))
-    u_bytes = _sum(n.dram_bytes for n in nodes)
-    unfused = Fidelity("unfused", True, u_time, _sum(n.compute_time for n in nodes),
-                       _sum(n.memory_time for n in nodes), u_bytes, u_units, split,
-                       split[0][0] if split else None, headroom(u_time),
-                       "each node is a kernel: sum over nodes of max(compute, DRAM bytes / DRAM bandwidth); "
-                       "on-chip memory keeps data between kernels")
-    # Fused.
+    for k in kernels:
+        by_bn.setdefault(k.bottleneck, []).append(k.time)
+    split = tuple(sorted(((b, _sum(v)) for b, v in by_bn.items() if b != "none"), key=lambda kv: -kv[1]))
+    return Fidelity(name="unfused", computed=True, time=u_time, compute_time=_sum(k.compute_time for k in kernels),
+                    memory_time=_sum(k.memory_time for k in kernels), bytes=_sum(k.dram_bytes for k in kernels),
+                    unit_times=unit_totals(kernels), time_by_bottleneck=split,
+                    bottleneck=split[0][0] if split else None, headroom=headroom(measured, u_time), note=note)
+
+
+def fused_fidelity(nodes: Sequence[NodeBound], boundary: float, bw: float, measured: float | None) -> Fidelity:
+    """The fused bound: one kernel, unlimited on-chip memory; only ``boundary`` bytes cross DRAM."""
+    u_units = unit_totals(nodes)
     f_compute = max(t for _, t in u_units)
-    boundary = gm.boundary_bytes  # the one derivation (solar_io.views), views included: info prints it too
     f_memory = boundary / bw
     f_time = max(f_compute, f_memory)
     f_terms = (*u_units, ("memory", f_memory))
     f_bn = max(f_terms, key=lambda kv: kv[1])[0] if f_time > 0 else None
-    fused = Fidelity("fused", True, f_time, f_compute, f_memory, boundary, u_units, (), f_bn,
-                     headroom(f_time), "one kernel, unlimited on-chip memory: max(busiest unit's total, "
-                     "boundary bytes / DRAM bandwidth)")
-    cache = Fidelity("cache-aware", False, note="not computed: finite on-chip memory comes in a later version")
-    # Resources.
+    return Fidelity(name="fused", computed=True, time=f_time, compute_time=f_compute, memory_time=f_memory,
+                    bytes=boundary, unit_times=u_units, bottleneck=f_bn, headroom=headroom(measured, f_time),
+                    note="one kernel, unlimited on-chip memory: max(busiest unit's total, boundary bytes / DRAM "
+                         "bandwidth)")
+
+
+def resources(nodes: Sequence[NodeBound], bw: float, unfused_bytes: float, boundary: float) -> tuple[Resource, ...]:
+    """Every resource the graph uses, its rate and its work unfused and fused (DRAM last)."""
     work: dict[str, list] = {}
     for n in nodes:
         for ld in n.loads:
             if ld.unit != "dram":
                 entry = work.setdefault(ld.resource, [ld.unit, ld.rate, []])
                 entry[2].append(ld.work)
-    resources = [Resource(k, u, k.split("/", 1)[1], rate, _sum(ws), _sum(ws))
-                 for k, (u, rate, ws) in sorted(work.items(), key=lambda kv: (UNITS.index(kv[1][0]), kv[0]))]
-    resources.append(Resource("dram", "dram", None, bw, u_bytes, boundary))
-    totals = Totals(len(nodes), gm.macs, gm.flops_matrix, gm.flops_vector, gm.transcendental, gm.bytes, boundary)
-    return Report(g.name, spec.name, spec.full_name, bw, options, nodes, totals, unfused, fused, cache,
-                  tuple(resources), gm.opaque, unpriced, notes, measured)
+    out = [Resource(key=k, unit=u, dtype=k.split("/", 1)[1], rate=rate, work_unfused=_sum(ws), work_fused=_sum(ws))
+           for k, (u, rate, ws) in sorted(work.items(), key=lambda kv: (UNITS.index(kv[1][0]), kv[0]))]
+    out.append(Resource(key="dram", unit="dram", dtype=None, rate=bw, work_unfused=unfused_bytes, work_fused=boundary))
+    return tuple(out)
 
 
-def with_kernels(r: Report, g: Graph, spans: Sequence[tuple[int, ...]], ktraffic: Sequence[NodeTraffic],
-                 kdram: Sequence[float]) -> Report:
-    """``r`` with its unfused fidelity over kernels (:mod:`.kernels`): the nodes one source op was
-    lowered to and the dequantisation chains folded into their contraction run as one kernel, whose
-    inner tensors never cross DRAM."""
-    if all(len(k) == 1 for k in spans) and all(n.dram_bytes == d for n, d in zip(r.nodes, kdram, strict=True)):
-        return replace(r, kernels=r.nodes)
-    ks = tuple(merge(r.nodes[k[0]].name if len(k) == 1 else g.nodes[k[-1]].name.split(".", 1)[0],
-                     [r.nodes[v] for v in k], tr, d, r.dram_bandwidth)
-               for k, tr, d in zip(spans, ktraffic, kdram, strict=True))
-    u_units = tuple((u, _sum(getattr(k, f"{u}_time") for k in ks)) for u in UNITS)
-    u_time = unfused_time(ks)
-    by_bn: dict[str, list[float]] = {}
-    for k in ks:
-        by_bn.setdefault(k.bottleneck, []).append(k.time)
-    split = tuple(sorted(((b, _sum(v)) for b, v in by_bn.items() if b != "none"), key=lambda kv: -kv[1]))
-    headroom = r.measured / u_time if r.measured is not None and u_time > 0 else None
-    note = r.unfused.note
-    merged = len(r.nodes) - len(ks)
-    if merged:
-        note += (f"; the {len(r.nodes)} nodes run as {len(ks)} kernels (nodes lowered from one source op are one "
-                 "kernel, and so is a dequantisation chain with its contraction: inner tensors never cross DRAM)")
-    unfused = replace(r.unfused, time=u_time, compute_time=_sum(k.compute_time for k in ks),
-                      memory_time=_sum(k.memory_time for k in ks), bytes=_sum(k.dram_bytes for k in ks),
-                      unit_times=u_units, time_by_bottleneck=split, bottleneck=split[0][0] if split else None,
-                      headroom=headroom, note=note)
-    resources = tuple(replace(x, work_unfused=unfused.bytes) if x.unit == "dram" else x for x in r.resources)
-    return replace(r, unfused=unfused, kernels=ks, resources=resources)
+def totals(gm: GraphMetrics, nodes: int) -> Totals:
+    """The graph's dense totals (``solar_io.metrics``)."""
+    return Totals(nodes=nodes, macs=gm.macs, flops_matrix=gm.flops_matrix, flops_vector=gm.flops_vector,
+                  transcendental=gm.transcendental, bytes=gm.bytes, boundary_bytes=gm.boundary_bytes)
 
 
 def unfused_time(nodes: Sequence[NodeBound]) -> float:
@@ -421,5 +222,5 @@ def unfused_time(nodes: Sequence[NodeBound]) -> float:
     return _sum(n.time for n in nodes)
 
 
-__all__ = ["Fidelity", "Load", "NodeBound", "Options", "Report", "Resource", "Totals", "bound",
-           "bound_many", "cast_graph", "resolve_graph", "resolve_hardware"]
+__all__ = ["UNFUSED_NOTE", "Priced", "fused_fidelity", "headroom", "price_nodes", "resources", "totals",
+           "unfused_fidelity", "unfused_time", "unit_totals"]

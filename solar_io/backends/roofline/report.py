@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...format.yamltext import emit
-from .inverse import Inverse, InverseFidelity
-from .result import Fidelity, NodeBound, Report
+from ..result import Fidelity, Inverse, InverseFidelity, NodeBound, Report
 
 FORMAT_NAME = "solar-io.sol-report"
 FORMAT_VERSION = "1.2"  # 1.1: cache-aware inverse roofline, comparison columns, fallbacks; 1.2: precision, clock,

@@ -8,7 +8,7 @@ aliases tensors (a view's output is its input's memory), so tensors are identifi
   input, weight or constant), at the largest read of it (a read through a view as the root bytes
   it certainly covers), plus every root it writes that is read outside it or is a graph output,
   and the part of a root that graph outputs viewing it expose
-  (:mod:`solar_io.backends.roofline.aliases`). Intermediates produced and consumed inside never
+  (:meth:`solar_io.views.ViewChains.exposed`). Intermediates produced and consumed inside never
   touch DRAM: that is the traffic a fused group avoids.
 - **Everything fits**: when the bytes of every root the segment touches fit in S, its traffic is
   its external bytes.
@@ -36,16 +36,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulp
 
 from solar_io.affine import AffineExpr
-from solar_io.backends.roofline.aliases import ViewChains
-from solar_io.backends.roofline.residency import node_traffic
 from solar_io.graph import Graph, Node
 from solar_io.metrics import GraphMetrics
 
+from ..traffic.graph import GraphTraffic, traffic_of
 from .einsum import tileable
 from .ilp import TIME_LIMIT, solve_exactly
 from .relax import breakpoints, intervals
@@ -53,58 +52,13 @@ from .relax import breakpoints, intervals
 CHAIN_BREAKPOINTS = 64  # breakpoints of a chain's shared rank (every integer up to 64; ratio <= 1.1 up to 512)
 
 
-@dataclass(frozen=True, slots=True)
-class GraphView:
-    """Alias roots, producers and consumers of a graph, for segment accounting."""
-
-    root: dict[str, str]
-    producer: dict[str, int]                 # root -> index of the non-view node writing it
-    consumers: dict[str, tuple[int, ...]]    # root -> indices of nodes reading it (any alias)
-    output: frozenset[str]                   # roots that are graph outputs themselves
-    reads: tuple[dict[str, float], ...]      # per node: root -> bytes read
-    writes: tuple[dict[str, float], ...]     # per node: root -> bytes written
-    size: dict[str, float] = field(default_factory=dict)  # root -> largest bytes read or written
-    exposed: dict[str, float] = field(default_factory=dict)  # computed root -> bytes outputs viewing it expose
-    chains: ViewChains | None = None
-
-    def node_bytes(self, k: int) -> float:
-        """DRAM bytes of node k alone, by root (reads through views as the root bytes they certainly
-        are): at most its metrics' bytes when it reads no view, a lower bound in every case."""
-        return sum(self.reads[k].values()) + sum(self.writes[k].values())
-
-    def written(self, t: str, b: float, i: int, j: int) -> float:
-        """DRAM bytes segment ``i..j`` must write of root ``t`` that one of its nodes writes (``b``
-        bytes): all of it when it is a graph output or read outside the segment, the part that
-        outputs viewing it expose (:func:`solar_io.backends.roofline.aliases.exposed_bytes`), else 0."""
-        if t in self.output or any(not (i <= c <= j) for c in self.consumers.get(t, ())):
-            return b
-        return min(b, self.exposed.get(t, 0.0))
+def graph_view(g: Graph, gm: GraphMetrics | None = None) -> GraphTraffic:
+    """The alias structure of ``g`` for segment accounting (``gm``: its metrics): its traffic model,
+    built once per graph (:func:`solar_io.backends.traffic.traffic_of`)."""
+    return traffic_of(g, gm)
 
 
-def graph_view(g: Graph, gm: GraphMetrics) -> GraphView:
-    """The alias structure of ``g`` (``gm``: its metrics)."""
-    chains = ViewChains(g)
-    root = chains.root
-    producer: dict[str, int] = {}
-    consumers: dict[str, list[int]] = {}
-    reads, writes = [], []
-    size: dict[str, float] = {}
-    for i, tr in enumerate(node_traffic(g, gm, chains)):  # through a view: bytes of the root it surely reads
-        rd, wr = tr.reads, tr.writes
-        for t in rd:
-            consumers.setdefault(t, []).append(i)
-        for t in wr:
-            producer.setdefault(t, i)
-        for t, b in (*rd.items(), *wr.items()):
-            size[t] = max(size.get(t, 0.0), b)
-        reads.append(rd)
-        writes.append(wr)
-    out = frozenset(t.name for t in g.tensors if t.role == "output" and root[t.name] == t.name)
-    return GraphView(root, producer, {k: tuple(v) for k, v in consumers.items()}, out, tuple(reads), tuple(writes),
-                     size, chains.exposed(), chains)
-
-
-def external_bytes(v: GraphView, i: int, j: int) -> float:
+def external_bytes(v: GraphTraffic, i: int, j: int) -> float:
     """DRAM bytes of segment ``i..j`` run as one kernel with everything it needs on chip."""
     rd: dict[str, float] = {}
     wr: dict[str, float] = {}
@@ -120,7 +74,7 @@ def external_bytes(v: GraphView, i: int, j: int) -> float:
     return sum(rd.values()) + sum(wr.values())
 
 
-def avoided_bytes(v: GraphView, i: int, j: int) -> float:
+def avoided_bytes(v: GraphTraffic, i: int, j: int) -> float:
     """DRAM bytes segment ``i..j`` saves by keeping its intermediates on chip: the writes and reads
     of every root produced and consumed only inside it (and not a graph output)."""
     total = 0.0
@@ -132,13 +86,13 @@ def avoided_bytes(v: GraphView, i: int, j: int) -> float:
     return total
 
 
-def touched_bytes(v: GraphView, i: int, j: int) -> float:
+def touched_bytes(v: GraphTraffic, i: int, j: int) -> float:
     """Bytes of every root segment ``i..j`` reads or writes (each once)."""
     roots = {t for k in range(i, j + 1) for t in (*v.reads[k], *v.writes[k])}
     return sum(v.size[t] for t in roots)
 
 
-def live_bytes(v: GraphView, i: int, j: int) -> float:
+def live_bytes(v: GraphTraffic, i: int, j: int) -> float:
     """The most bytes segment ``i..j`` holds at once when it runs its nodes in order and keeps each
     root on chip from its first to its last touch in the segment (at most :func:`touched_bytes`).
     When it fits in S, that schedule moves exactly the external bytes: a long recurrence (an
@@ -186,7 +140,7 @@ class ChainTiling:
     resident_idx: tuple[int, ...] = ()     # positions of the resident tensors in its ``others``
 
 
-def chain_options(g: Graph, v: GraphView, i: int, j: int) -> list[ChainOption]:
+def chain_options(g: Graph, v: GraphTraffic, i: int, j: int) -> list[ChainOption]:
     """Every (sigma, tile) of segment ``i..j`` (none when a node is not an einsum or a view)."""
     nodes: list[Node] = list(g.nodes[i:j + 1])
     tmap = g.tensor_map
@@ -353,6 +307,6 @@ def chain_tiling(o: ChainOption, resident: tuple[str, ...], option: int = -1) ->
                        option, tuple(k for k, (t, _) in enumerate(o.others) if t in resident))
 
 
-__all__ = ["ChainOption", "ChainTiling", "GraphView", "avoided_bytes", "chain_options", "chain_tiling",
+__all__ = ["ChainOption", "ChainTiling", "avoided_bytes", "chain_options", "chain_tiling",
            "external_bytes",
            "graph_view", "live_bytes", "solve_chain", "touched_bytes"]

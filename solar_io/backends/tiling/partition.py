@@ -24,67 +24,17 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
-from solar_io.backends.roofline.kernels import kernels
-from solar_io.backends.roofline.residency import on_chip_capacity
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
-from .fusion import GraphView, graph_view
+from ..result import CacheAware, GroupResult
+from ..traffic.graph import GraphTraffic, traffic_of
+from ..traffic.residency import on_chip_capacity
 from .ilp import STATS, TIME_LIMIT
 from .segments import Segments
 
 UNIT_NAMES = ("matrix", "vector", "special")
-
-
-@dataclass(frozen=True, slots=True)
-class GroupResult:
-    """One group of the chosen partition."""
-
-    nodes: tuple[str, ...]
-    kind: str            # 'tiled' (one einsum, tiling ILP), 'fused' (chain tiling), 'resident'
-    #                      (everything on chip), 'untiled' (bytes as unfused), 'view', 'floor'
-    traffic: float
-    floor: float
-    compute: float
-    time: float
-    detail: str = ""
-    avoided: float = 0.0  # intermediate bytes kept on chip (written and read inside the group)
-    fallback: bool = False  # an ILP reached its time limit: Q is the provable floor
-    resident: float = 0.0  # bytes of Q that on-chip memory may have kept from earlier groups (not in traffic)
-    achieved: float | None = None  # bytes the tiling found moves (a tiled einsum; >= traffic + resident)
-
-    @property
-    def floor_ratio(self) -> float | None:
-        """Q / floor (Q before the residency credit); None when the floor is 0."""
-        return (self.traffic + self.resident) / self.floor if self.floor > 0 else None
-
-
-@dataclass(frozen=True, slots=True)
-class CacheAware:
-    """The cache-aware bound of one graph on one chip."""
-
-    capacity: float
-    capacity_source: str
-    bound: str                   # 'ilp' or 'floor'
-    time: float
-    compute: float
-    memory: float
-    traffic: float
-    unit_times: tuple[tuple[str, float], ...]
-    groups: tuple[GroupResult, ...]
-    raised_to_fused: bool
-    vs_unfused: str              # 'above', 'below' or 'equal'
-    ilps_solved: int = 0         # distinct per-einsum ILPs solved for this graph (the rest were cached)
-    chain_ilps: int = 0          # distinct fused-chain ILPs solved
-    phases: dict[str, float] = field(default_factory=dict)
-    segments_solved: int = 0     # distinct candidate groups analysed (the rest repeat one of them)
-    segments_reused: int = 0     # candidate groups answered from an identical one
-    fallbacks: tuple[str, ...] = ()  # first node of each chosen group whose ILP reached its time limit
-    # Every candidate group (first node, last node, traffic Q): what the inverse roofline re-partitions.
-    candidates: tuple[tuple[int, int, float], ...] = field(default=(), compare=False, repr=False)
-    spans: tuple[tuple[int, int], ...] = ()  # (first, last) node index of each chosen group
 
 
 def capacity_of(spec: object, capacity: float | None) -> tuple[float, str]:
@@ -92,33 +42,35 @@ def capacity_of(spec: object, capacity: float | None) -> tuple[float, str]:
     return on_chip_capacity(spec, capacity)
 
 
-def first_touch(v: GraphView) -> dict[str, int]:
-    """Root -> index of the first node that reads or writes it."""
-    first: dict[str, int] = {}
-    for k, (rd, wr) in enumerate(zip(v.reads, v.writes, strict=True)):
-        for t in (*rd, *wr):
-            first.setdefault(t, k)
-    return first
+class Credit:
+    """Per node, what :meth:`of` needs of its reads and writes, tabulated once per graph: the
+    reads ``(root, bytes, producer, first touch)`` and the writes that may stay on chip for a
+    later reader ``(root, bytes not exposed, last reader)``."""
 
+    def __init__(self, v: GraphTraffic) -> None:
+        self.reads = [tuple((t, b, v.producer.get(t, -1), v.first.get(t, k)) for t, b in rd.items())
+                      for k, rd in enumerate(v.reads)]
+        self.writes = [tuple((t, b - min(b, v.exposed.get(t, 0.0)), v.last_reader[t]) for t, b in wr.items()
+                             if t not in v.output and t in v.last_reader) for wr in v.writes]
 
-def residency_credit(v: GraphView, first: dict[str, int], i: int, j: int, capacity: float) -> float:
-    """Bytes of group ``i..j``'s Q that on-chip memory may save because it is not emptied between
-    kernels (:mod:`solar_io.backends.roofline.residency`): up to S of the roots it reads that an
-    earlier node touched (a run that starts with them on chip does at most that much less traffic
-    than one that loads them first), plus up to S of the intermediates it writes for later groups
-    (they may stay on chip; graph outputs and what output views expose are delivered)."""
-    if capacity <= 0:
-        return 0.0
-    reread: dict[str, float] = {}
-    kept: dict[str, float] = {}
-    for k in range(i, j + 1):
-        for t, b in v.reads[k].items():
-            if not (i <= v.producer.get(t, -1) <= j) and first.get(t, i) < i:
-                reread[t] = max(reread.get(t, 0.0), b)
-        for t, b in v.writes[k].items():
-            if t not in v.output and any(c > j for c in v.consumers.get(t, ())):
-                kept[t] = max(kept.get(t, 0.0), b - min(b, v.exposed.get(t, 0.0)))
-    return min(capacity, math.fsum(reread.values())) + min(capacity, math.fsum(kept.values()))
+    def of(self, i: int, j: int, capacity: float) -> float:
+        """Bytes of group ``i..j``'s Q that on-chip memory may save because it is not emptied between
+        kernels (:mod:`solar_io.backends.traffic.residency`): up to S of the roots it reads that an
+        earlier node touched (a run that starts with them on chip does at most that much less traffic
+        than one that loads them first), plus up to S of the intermediates it writes for later groups
+        (they may stay on chip; graph outputs and what output views expose are delivered)."""
+        if capacity <= 0:
+            return 0.0
+        reread: dict[str, float] = {}
+        kept: dict[str, float] = {}
+        for k in range(i, j + 1):
+            for t, b, p, f in self.reads[k]:
+                if not (i <= p <= j) and f < i:
+                    reread[t] = max(reread.get(t, 0.0), b)
+            for t, b, last in self.writes[k]:
+                if last > j:
+                    kept[t] = max(kept.get(t, 0.0), b)
+        return min(capacity, math.fsum(reread.values())) + min(capacity, math.fsum(kept.values()))
 
 
 def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], bw: float, capacity: float,
@@ -134,9 +86,9 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     phases: dict[str, float] = {}
     solved0 = STATS["solved"]
     n = len(g.nodes)
-    view = graph_view(g, gm)
+    view = traffic_of(g, gm)
     seg = Segments(g, gm, view, capacity, bound, max_group, time_limit, reuse)
-    first = first_touch(view)
+    credit: Credit = view.memo("credit", lambda: Credit(view))
     held = capacity if residency else 0.0  # what on-chip memory may keep between groups
     phases["structure"] = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -146,7 +98,7 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     spans: dict[tuple[int, int], object] = {}
     candidates: list[tuple[int, int, float]] = []
     long: dict[int, list[int]] = {}  # last node -> first nodes of kernels longer than max_group
-    for i, j in kernels(g):
+    for i, j in view.spans:
         if j - i + 1 > max_group and (i, j) != (0, n - 1):
             long.setdefault(j, []).append(i)
     for j in range(n):
@@ -162,7 +114,7 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
             s = seg.span(i, j)
             if s is None:
                 continue
-            q = s.traffic - residency_credit(view, first, i, j, held)
+            q = s.traffic - credit.of(i, j, held)
             candidates.append((i, j, q))
             compute = max(m, v, sp)
             t = max(compute, q / bw)
@@ -188,9 +140,10 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
         i, compute, t = choice[j]  # type: ignore[misc]
         chosen.append((i, j - 1))
         s = spans[(i, j - 1)]
-        kept = residency_credit(view, first, i, j - 1, held)
-        groups.append(GroupResult(tuple(x.name for x in g.nodes[i:j]), s.kind, s.traffic - kept, s.floor, compute, t,
-                                  seg.detail(i, s), s.avoided, s.fallback, kept, s.achieved))
+        kept = credit.of(i, j - 1, held)
+        groups.append(GroupResult(nodes=tuple(x.name for x in g.nodes[i:j]), kind=s.kind, traffic=s.traffic - kept,
+                                  floor=s.floor, compute=compute, time=t, detail=seg.detail(i, s), avoided=s.avoided,
+                                  fallback=s.fallback, resident=kept, achieved=s.achieved))
         j = i
     groups.reverse()
     total = math.fsum(gr.time for gr in groups)
@@ -200,10 +153,13 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     ut = tuple((u, math.fsum(units[k][x] for k in range(n))) for x, u in enumerate(UNIT_NAMES))
     rel = t_final / unfused_time if unfused_time > 0 else 1.0
     vs = "equal" if abs(rel - 1.0) < 1e-9 else ("above" if rel > 1 else "below")
-    return CacheAware(capacity, capacity_source, bound, t_final, math.fsum(gr.compute for gr in groups),
-                      traffic / bw, traffic, ut, tuple(groups), raised, vs, STATS["solved"] - solved0,
-                      seg.chain_ilps, phases, seg.distinct, seg.span_hits,
-                      tuple(gr.nodes[0] for gr in groups if gr.fallback), tuple(candidates), tuple(reversed(chosen)))
+    return CacheAware(capacity=capacity, capacity_source=capacity_source, bound=bound, time=t_final,
+                      compute=math.fsum(gr.compute for gr in groups), memory=traffic / bw, traffic=traffic,
+                      unit_times=ut, groups=tuple(groups), raised_to_fused=raised, vs_unfused=vs,
+                      ilps_solved=STATS["solved"] - solved0, chain_ilps=seg.chain_ilps, phases=phases,
+                      segments_solved=seg.distinct, segments_reused=seg.span_hits,
+                      fallbacks=tuple(gr.nodes[0] for gr in groups if gr.fallback), candidates=tuple(candidates),
+                      spans=tuple(reversed(chosen)))
 
 
 __all__ = ["CacheAware", "GroupResult", "cache_aware", "capacity_of"]

@@ -71,11 +71,12 @@ class Interval:
     hi: int
 
 
+@lru_cache(maxsize=1 << 14)
 def breakpoints(n: int, limit: int, keep: frozenset[int] = frozenset()) -> tuple[int, ...]:
     """Breakpoints of a rank of size n: about ``limit`` log-spaced ones taken from its divisors,
     the powers of two below n and a geometric grid (any integers serve: they only bound intervals),
     every integer when n <= limit (each option is then one exact tile); 1, n and ``keep``
-    (refinement points) always kept."""
+    (refinement points) always kept (cached: a pure function of its arguments)."""
     if n <= limit:
         return tuple(range(1, n + 1))
     pool = set(divisors(n)) | {1 << k for k in range(1, n.bit_length()) if (1 << k) < n}
@@ -85,9 +86,10 @@ def breakpoints(n: int, limit: int, keep: frozenset[int] = frozenset()) -> tuple
     if len(ds) <= limit:
         out |= set(ds)
     else:
+        logs = [math.log(d) for d in ds]
         for k in range(1, limit - 1):
-            target = n ** (k / (limit - 1))
-            out.add(min(ds, key=lambda d: abs(math.log(d) - math.log(target))))
+            lt = math.log(n ** (k / (limit - 1)))
+            out.add(ds[min(range(len(ds)), key=lambda q: abs(logs[q] - lt))])
     return tuple(sorted(out))
 
 

@@ -29,10 +29,10 @@ from solar_io.backends.roofline.units import format_si
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
+from ..traffic.graph import GraphTraffic
 from .einsum import Einsum, einsum_of
 from .floors import floor
 from .fusion import (
-    GraphView,
     avoided_bytes,
     chain_options,
     chain_tiling,
@@ -89,11 +89,11 @@ def tiling_detail(t: Tiling, fl: float) -> str:
 class Segments:
     """Traffic of the segments of one graph at one capacity (see the module docstring)."""
 
-    def __init__(self, g: Graph, gm: GraphMetrics, view: GraphView, capacity: float, bound: str, window: int,
+    def __init__(self, g: Graph, gm: GraphMetrics, view: GraphTraffic, capacity: float, bound: str, window: int,
                  time_limit: float | None, reuse: bool = True) -> None:
         self.g, self.gm, self.view, self.capacity, self.bound = g, gm, view, capacity, bound
         self.time_limit, self.reuse, self.window = time_limit, reuse, window
-        self.structure = structure(g, gm.nodes, view, window)
+        self.structure = view.memo(("structure", window), lambda: structure(g, gm.nodes, view, window))
         self._single: dict[int, Span] = {}
         self._spans: dict[tuple[int, ...], Span | None] = {}
         self._einsums: dict[int, tuple[Einsum | None, int]] = {}  # node key -> (einsum, exemplar node)

@@ -1,35 +1,36 @@
-"""Fill the cache-aware fidelity of a roofline :class:`Report` (``solar-io bound --cache-aware``)."""
+"""The cache-aware fidelity of a bound (``solar-io bound``, on by default; :mod:`solar_io.backends.bound`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Sequence
 
-from solar_io.backends.roofline.model import BoundError
-from solar_io.backends.roofline.result import Fidelity, Report
-from solar_io.backends.roofline.units import parse_bytes
-from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec
-from solar_io.metrics import GraphMetrics
 
-from .partition import CacheAware, cache_aware, capacity_of
+from ..result import CacheAware, Fidelity, NodeBound
+from ..roofline.model import BoundError
+from ..traffic.graph import GraphTraffic
+from .partition import cache_aware, capacity_of
 
 
-def with_cache_aware(r: Report, g: Graph, gm: GraphMetrics, spec: HardwareSpec, capacity: float | str | None,
-                     bound: str = "ilp", residency: bool = True) -> Report:
-    """``r`` with its cache-aware fidelity computed (and the details in ``r.cache``)."""
+def cache_aware_fidelity(gt: GraphTraffic, nodes: Sequence[NodeBound], spec: HardwareSpec,
+                         capacity: float | None, bound: str, residency: bool, fused_time: float,
+                         unfused_time: float, measured: float | None) -> tuple[Fidelity, CacheAware]:
+    """The cache-aware fidelity of the graph of ``gt`` on ``spec`` (``nodes``: its priced rows) and
+    its details (groups, tilings). ``capacity``: bytes on chip (None: the spec's on-chip levels)."""
     if bound not in ("ilp", "floor"):
         raise BoundError(f"--cache-bound: use ilp or floor, not {bound!r}")
-    cap, source = capacity_of(spec, parse_bytes(capacity))
-    units = [{"matrix": n.matrix_time, "vector": n.vector_time, "special": n.special_time} for n in r.nodes]
-    ca = cache_aware(g, gm, units, r.dram_bandwidth, cap, r.fused.time or 0.0, r.unfused.time or 0.0, bound=bound,
-                     capacity_source=source, residency=residency)
+    cap, source = capacity_of(spec, capacity)
+    units = [{"matrix": n.matrix_time, "vector": n.vector_time, "special": n.special_time} for n in nodes]
+    ca = cache_aware(gt.graph, gt.metrics, units, float(spec.dram_bandwidth), cap, fused_time,  # type: ignore[arg-type]
+                     unfused_time,
+                     bound=bound, capacity_source=source, residency=residency)
     terms = (*ca.unit_times, ("memory", ca.memory))
     bn = max(terms, key=lambda kv: kv[1])[0] if ca.time > 0 else None
-    headroom = r.measured / ca.time if r.measured is not None and ca.time > 0 else None
-    fid = Fidelity("cache-aware", True, ca.time, ca.compute, ca.memory, ca.traffic, ca.unit_times, (), bn, headroom,
-                   note(ca))
-    return replace(r, cache_aware=fid, cache=ca)
+    headroom = measured / ca.time if measured is not None and ca.time > 0 else None
+    fid = Fidelity(name="cache-aware", computed=True, time=ca.time, compute_time=ca.compute, memory_time=ca.memory,
+                   bytes=ca.traffic, unit_times=ca.unit_times, bottleneck=bn, headroom=headroom, note=note(ca))
+    return fid, ca
 
 
 def note(ca: CacheAware) -> str:
@@ -48,4 +49,4 @@ def note(ca: CacheAware) -> str:
     return text
 
 
-__all__ = ["parse_bytes", "with_cache_aware"]
+__all__ = ["cache_aware_fidelity", "note"]

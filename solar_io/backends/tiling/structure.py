@@ -10,10 +10,10 @@ problem once.
   access the index expressions, the accessed tensor's ranks, dtype, density and whether it is
   an immediate, with tensor names replaced by their first position in the node; plus the node's
   bytes read and written (metrics). :func:`structure` adds whether each access is faithful to its
-  view root (:meth:`solar_io.backends.roofline.aliases.ViewChains.faithful`) and the node's bytes
+  view root (:meth:`solar_io.views.ViewChains.faithful`) and the node's bytes
   by root.
 - :func:`contexts`: per node k, an id of ``(node key, its roots)`` where each root (the tensor a
-  chain of views starts from, :class:`.fusion.GraphView`) it touches is described by: a
+  chain of views starts from, :class:`solar_io.backends.traffic.GraphTraffic`) it touches is described by: a
   reference ``(d, p)`` to its latest earlier occurrence within the window (``p``-th root of node
   ``k - d``) or None, the root's ranks and largest bytes, the offset of its producer and the
   offsets of its consumers when within the window (``None`` for farther ones; a farther node is
@@ -36,8 +36,8 @@ from solar_io.affine import AffineExpr, Indirect
 from solar_io.graph import Graph, Node
 from solar_io.metrics import NodeMetrics
 
+from ..traffic.graph import GraphTraffic
 from .einsum import unmodeled_fields
-from .fusion import GraphView
 
 
 def node_key(g: Graph, node: Node, m: NodeMetrics) -> tuple:
@@ -74,7 +74,7 @@ class Structure:
     window: int
 
 
-def structure(g: Graph, metrics: tuple[NodeMetrics, ...], v: GraphView, window: int) -> Structure:
+def structure(g: Graph, metrics: tuple[NodeMetrics, ...], v: GraphTraffic, window: int) -> Structure:
     """Node and context ids of every node of ``g`` for segments of at most ``window`` nodes."""
     node_ids: dict[tuple, int] = {}
     ctx_ids: dict[tuple, int] = {}

@@ -27,9 +27,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...graph import Graph
-from ...metrics import GraphMetrics
-from .aliases import ViewChains
+from solar_io.graph import Graph
+from solar_io.metrics import GraphMetrics
+from solar_io.views import ViewChains
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from ..common.errors import CaptureError, NoRuleError
 from ..common.validation import skipped
 from .loader import Source, load_source
 from .lower import Lowered, lower
-from .registry import _load_rules, buffer_update_rule, find_rule
+from .registry import buffer_update_rule, find_rule
+from .rulebook import load_rules
 
 DEFAULT_BUDGET = 2 << 30
 
@@ -61,7 +62,7 @@ def export(source: Source) -> Any:
                     "loop; the work then depends on the data: write the branch without a Python condition on a "
                     "tensor, or give --entry a function that does)")
         raise CaptureError(f"{source.name}: torch.export failed: {type(e).__name__}: {first[:300]}{hint}") from e
-    _load_rules()
+    load_rules()
     missing = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
                and find_rule(n.target) is None and buffer_update_rule(n) is None]
     return decompose(ep) if missing else ep

@@ -18,7 +18,8 @@ import torch
 
 from ..common.builder import GraphBuilder
 from .ctx import _INPUT_HINTS, _INT_HINTS, Args, LowerCtx, T, bind_args, file_dtype
-from .registry import OPAQUE_REASONS, NoLowering, _load_rules, buffer_update_rule, find_rule, op_name
+from .registry import OPAQUE_REASONS, NoLowering, buffer_update_rule, find_rule, op_name
+from .rulebook import load_rules
 
 __all__ = ["Args", "Lowered", "LowerCtx", "T", "file_dtype", "lower"]
 
@@ -40,7 +41,7 @@ class Lowered:
 
 def lower(ep: Any, source_name: str | None = None, strict: bool = False) -> Lowered:
     """Lower every node of ``ep`` (an ExportedProgram) into a GraphBuilder."""
-    _load_rules()
+    load_rules()
     b = GraphBuilder()
     ctx = LowerCtx(b, source_name)
     env: dict[Any, Any] = {}

@@ -20,8 +20,7 @@ from typing import Any
 
 from ..common.registry import NoLowering, RuleFn, registry
 
-__all__ = ["OPAQUE_REASONS", "RULES", "NoLowering", "RuleFn", "buffer_update_rule", "find_rule", "op_name", "rule",
-           "ruled_ops"]
+__all__ = ["OPAQUE_REASONS", "RULES", "NoLowering", "RuleFn", "buffer_update_rule", "find_rule", "op_name", "rule"]
 
 #: The rule table of this frontend and its ``@rule(*names)`` decorator.
 RULES, rule = registry()
@@ -70,20 +69,3 @@ def buffer_update_rule(node: Any) -> RuleFn | None:
     if not packet.endswith("_") or not node.args or getattr(node.args[0], "op", None) != "placeholder":
         return None
     return RULES.get(packet[:-1])
-
-
-def ruled_ops() -> set[str]:
-    """Names of every op (packet or overload) that has a rule."""
-    _load_rules()
-    return set(RULES)
-
-
-_loaded = False
-
-
-def _load_rules() -> None:
-    global _loaded
-    if not _loaded:
-        from . import rules  # noqa: F401  (registers every rule)
-
-        _loaded = True

@@ -1,24 +1,35 @@
 """What a bound returns: the :class:`Report` of one graph on one chip and its parts.
 
 All times are seconds and lower bounds; rates are FLOP/s (results/s for special-function units,
-OP/s for integer dtypes) or bytes/s. How the numbers are computed: :mod:`.bounds`.
+OP/s for integer dtypes) or bytes/s. How the numbers are computed: :mod:`.bound` (the pipeline),
+:mod:`.roofline.bounds` (unfused, fused), :mod:`.tiling.partition` (cache-aware),
+:mod:`.inverse` (inverse roofline). Every type is built with keywords only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from solar_io.backends.tiling.partition import CacheAware
-
-    from .inverse import Inverse
-    from .precision import PrecisionRecord
+    from .roofline.precision import PrecisionRecord
 
 UNITS = ("matrix", "vector", "special")
 
 
-@dataclass(frozen=True, slots=True)
+def time_and_bottleneck(matrix: float, vector: float, special: float, memory: float) -> tuple[float, str]:
+    """``(max of the four times, which one it is)``: units and DRAM overlap, so a kernel takes its
+    slowest; ties go to the first of matrix, vector, special, memory; ``'none'`` when all are 0.
+
+    >>> time_and_bottleneck(1.0, 2.0, 0.0, 2.0)
+    (2.0, 'vector')
+    """
+    t = max(matrix, vector, special, memory)
+    return t, ("none" if t <= 0 else "matrix" if t == matrix else "vector" if t == vector
+               else "special" if t == special else "memory")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Load:
     """Work of one node on one resource: ``work`` FLOPs (results, bytes) at ``rate`` per second."""
 
@@ -33,7 +44,7 @@ class Load:
         return self.work / self.rate
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeBound:
     """The unfused bound of one node and the counts it comes from.
 
@@ -82,7 +93,7 @@ class NodeBound:
                 "dram": self.memory_time}[unit]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Fidelity:
     """One fidelity's bound. ``computed`` False leaves every number None (a later fidelity).
 
@@ -103,7 +114,7 @@ class Fidelity:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Resource:
     """One resource of the chip the graph uses: its rate and the work it gets per fidelity."""
 
@@ -115,7 +126,7 @@ class Resource:
     work_fused: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
     """How the bound was asked for. ``allow_tf32`` is the precision policy's fp32->tf32 rule (on
     unless ``strict_fp32``); ``clock_hz`` the core clock the peaks were scaled to, or None."""
@@ -132,7 +143,7 @@ class Options:
         return not self.allow_tf32
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Totals:
     """Graph totals (dense counts as in ``solar_io.metrics``; bytes unfused and at the boundary)."""
 
@@ -145,7 +156,105 @@ class Totals:
     boundary_bytes: float
 
 
-@dataclass(frozen=True)
+# ---------------------------------------------------------------- cache-aware (tiling.partition)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupResult:
+    """One group of the chosen partition."""
+
+    nodes: tuple[str, ...]
+    kind: str            # 'tiled' (one einsum, tiling ILP), 'fused' (chain tiling), 'resident'
+    #                      (everything on chip), 'untiled' (bytes as unfused), 'view', 'floor'
+    traffic: float
+    floor: float
+    compute: float
+    time: float
+    detail: str = ""
+    avoided: float = 0.0  # intermediate bytes kept on chip (written and read inside the group)
+    fallback: bool = False  # an ILP reached its time limit: Q is the provable floor
+    resident: float = 0.0  # bytes of Q that on-chip memory may have kept from earlier groups (not in traffic)
+    achieved: float | None = None  # bytes the tiling found moves (a tiled einsum; >= traffic + resident)
+
+    @property
+    def floor_ratio(self) -> float | None:
+        """Q / floor (Q before the residency credit); None when the floor is 0."""
+        return (self.traffic + self.resident) / self.floor if self.floor > 0 else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheAware:
+    """The cache-aware bound of one graph on one chip."""
+
+    capacity: float
+    capacity_source: str
+    bound: str                   # 'ilp' or 'floor'
+    time: float
+    compute: float
+    memory: float
+    traffic: float
+    unit_times: tuple[tuple[str, float], ...]
+    groups: tuple[GroupResult, ...]
+    raised_to_fused: bool
+    vs_unfused: str              # 'above', 'below' or 'equal'
+    ilps_solved: int = 0         # distinct per-einsum ILPs solved for this graph (the rest were cached)
+    chain_ilps: int = 0          # distinct fused-chain ILPs solved
+    phases: dict[str, float] = field(default_factory=dict)
+    segments_solved: int = 0     # distinct candidate groups analysed (the rest repeat one of them)
+    segments_reused: int = 0     # candidate groups answered from an identical one
+    fallbacks: tuple[str, ...] = ()  # first node of each chosen group whose ILP reached its time limit
+    # Every candidate group (first node, last node, traffic Q): what the inverse roofline re-partitions.
+    candidates: tuple[tuple[int, int, float], ...] = field(default=(), compare=False, repr=False)
+    spans: tuple[tuple[int, int], ...] = ()  # (first, last) node index of each chosen group
+
+
+# ---------------------------------------------------------------- inverse roofline (inverse)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Requirement:
+    """What one resource must deliver for the target (see the module docstring)."""
+
+    resource: str
+    unit: str
+    dtype: str | None
+    chip: float
+    work: float
+    any_chip: float
+    any_chip_ratio: float
+    with_chip_rest: float | None
+    with_chip_rest_ratio: float | None
+    binding: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InverseFidelity:
+    """The inverse roofline of one fidelity."""
+
+    fidelity: str
+    chip_time: float
+    feasible: bool
+    chip_scale: float
+    requirements: tuple[Requirement, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inverse:
+    """The inverse roofline for a target latency (and the rate it came from, if any)."""
+
+    target_latency: float
+    target_rate: float | None
+    fidelities: tuple[InverseFidelity, ...]  # unfused, fused, and cache-aware when it was computed
+
+    def fidelity(self, name: str) -> InverseFidelity | None:
+        """The entry of fidelity ``name`` (None for a fidelity that was not computed)."""
+        return next((f for f in self.fidelities if f.fidelity == name), None)
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True, kw_only=True)
 class Report:
     """The speed-of-light report of one graph on one chip (see the module docstring)."""
 
@@ -195,4 +304,5 @@ class Report:
         return [self.nodes[i] for i in (order if n is None else order[:n])]
 
 
-__all__ = ["UNITS", "Fidelity", "Load", "NodeBound", "Options", "Report", "Resource", "Totals"]
+__all__ = ["UNITS", "CacheAware", "Fidelity", "GroupResult", "Inverse", "InverseFidelity", "Load", "NodeBound",
+           "Options", "Report", "Requirement", "Resource", "Totals", "time_and_bottleneck"]

@@ -1,4 +1,4 @@
-"""Inverse roofline of the cache-aware fidelity (:mod:`.inverse` has the definitions).
+"""Inverse roofline of the cache-aware fidelity (:mod:`.roofline` has the definitions).
 
 The cache-aware bound at capacity S is ``T = max(min over partitions P of T_P, T_fused)`` with
 ``T_P = sum over groups g of P of max(busiest unit of g, Q_g / DRAM bandwidth)``; the traffic Q_g
@@ -26,16 +26,11 @@ one resource r runs at ``rate_chip / z``:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-from .inverse import InverseFidelity, _requirement, _scale
-from .result import UNITS, Report
-
-if TYPE_CHECKING:
-    from solar_io.backends.tiling.partition import CacheAware
+from ..result import UNITS, CacheAware, InverseFidelity, Report
+from .solve import TOL, chip_scale, prefix_sums, requirement, solve_from_zero
 
 _MAX_STEPS = 64
-_TOL = 1e-12  # relative: sums of the same times in another order round differently
 _STEP = 1e-7  # relative: 'just past z' when looking for a partition that goes further
 _TINY = 1e-9  # 'just past 0': the chip's own rate is z = 1
 
@@ -50,7 +45,7 @@ def cache_aware_inverse(report: Report, target: float) -> InverseFidelity | None
     bw = report.dram_bandwidth
     n = len(report.nodes)
     unit_t = [[getattr(nd, f"{u}_time") for nd in report.nodes] for u in UNITS]
-    pre = [_prefix(col) for col in unit_t]
+    pre = [prefix_sums(col) for col in unit_t]
     fused_units = [math.fsum(col) for col in unit_t]
     boundary = report.totals.boundary_bytes
     min_traffic = _best(n, ca.candidates, lambda i, j, q: q)[0]
@@ -63,7 +58,8 @@ def cache_aware_inverse(report: Report, target: float) -> InverseFidelity | None
             share = None
         else:
             work = res.work_unfused
-            share = _prefix([math.fsum(ld.time for ld in nd.loads if ld.resource == res.key) for nd in report.nodes])
+            share = prefix_sums([math.fsum(ld.time for ld in nd.loads if ld.resource == res.key)
+                                 for nd in report.nodes])
 
         def item(i: int, j: int, q: float, share=share, res=res) -> tuple[float, float, float]:  # noqa: ANN001
             units = [p[j + 1] - p[i] for p in pre]
@@ -79,41 +75,15 @@ def cache_aware_inverse(report: Report, target: float) -> InverseFidelity | None
             k = UNITS.index(res.unit)
             fused_item = (share[-1], fused_units[k] - share[-1],
                           max([x for m, x in enumerate(fused_units) if m != k] + [boundary / bw]))
-        z_fused = _solve([fused_item], target)
+        z_fused = solve_from_zero([fused_item], target)
         z_part = _partition_z(n, ca, item, target)
         z = None if z_fused is None or z_part is None else min(z_fused, z_part)
         binding = (not ca.raised_to_fused and any(_active(item(i, j, q))[3] for i, j, q in chosen_spans)) or (
             _active(fused_item)[3] and max(fused_item[0] + fused_item[1], fused_item[2]) >= t_chip * (1 - 1e-12))
-        reqs.append(_requirement(res, work, target, z, binding))
-    feasible, scale = _scale(t_chip, target)
-    return InverseFidelity("cache-aware", t_chip, feasible, scale, tuple(reqs))
-
-
-def _solve(items: list[tuple[float, float, float]], target: float) -> float | None:
-    """The largest z >= 0 with ``T(z) = sum max(u z + d, c) <= target`` (None: not even z = 0;
-    inf: every z). T is convex, piecewise linear and non-decreasing (u >= 0): walk its breakpoints
-    ``(c - d) / u`` upwards from z = 0, where the items with ``d >= c`` already rise."""
-    t = math.fsum(max(d, c) for _, d, c in items)
-    if t > target * (1 + _TOL):
-        return None
-    target = max(target, t)  # a target met up to rounding of sums is met
-    slope = math.fsum(u for u, d, c in items if u > 0 and d >= c)
-    z = 0.0
-    for beta, u in sorted(((c - d) / u, u) for u, d, c in items if u > 0 and d < c):
-        t_at = t + slope * (beta - z)
-        if t_at > target:
-            break
-        z, t, slope = beta, t_at, slope + u
-    if slope <= 0:
-        return math.inf
-    return z + (target - t) / slope
-
-
-def _prefix(xs: list[float]) -> list[float]:
-    out = [0.0]
-    for x in xs:
-        out.append(out[-1] + x)
-    return out
+        reqs.append(requirement(res, work, target, z, binding))
+    feasible, factor = chip_scale(t_chip, target)
+    return InverseFidelity(fidelity="cache-aware", chip_time=t_chip, feasible=feasible, chip_scale=factor,
+                           requirements=tuple(reqs))
 
 
 def _active(it: tuple[float, float, float]) -> tuple[float, float, float, bool]:
@@ -149,12 +119,12 @@ def _partition_z(n: int, ca: CacheAware, item, target: float) -> float | None:  
             return max(u * z + d, c)
         return _best(n, ca.candidates, cost)
 
-    if at(0.0)[0] > target * (1 + _TOL):
+    if at(0.0)[0] > target * (1 + TOL):
         return None
     z = 0.0
     part = at(_TINY)[1]  # of the partitions best at z = 0 (ties are common there), the one that rises least
     for _ in range(_MAX_STEPS):
-        nz = _solve([item(i, j, q) for i, j, q in part], target)
+        nz = solve_from_zero([item(i, j, q) for i, j, q in part], target)
         if nz is None:
             break
         if math.isinf(nz):
@@ -163,7 +133,7 @@ def _partition_z(n: int, ca: CacheAware, item, target: float) -> float | None:  
         # The best partition just past z: another one may stay at or below the target longer
         # (a tie at z with a smaller slope); none does when even the best is above it.
         t_next, better = at(max(z * (1 + _STEP), _TINY))
-        if t_next > target * (1 + _TOL) or better == part:
+        if t_next > target * (1 + TOL) or better == part:
             break
         part = better
     return z if z > 0 else None
