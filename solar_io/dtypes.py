@@ -58,6 +58,19 @@ ALIASES: dict[str, str] = {"fp8": "fp8_e4m3", "fp4": "fp4_e2m1", "float32": "fp3
                            "bfloat16": "bf16", "float64": "fp64"}
 
 
+#: Framework dtype names (the attribute spelling torch, numpy and jax share: ``torch.bfloat16``,
+#: ``jnp.float8_e4m3fn``) -> the file's dtype. Every frontend's dtype map is derived from this one.
+FRAMEWORK_TO_FILE: dict[str, str] = {
+    "float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2",
+    "int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
+}
+#: The file's dtype -> its framework name, for the dtypes a framework tensor can hold.
+FILE_TO_FRAMEWORK: dict[str, str] = {v: k for k, v in FRAMEWORK_TO_FILE.items()}
+#: File dtypes numpy holds natively (the others are computed in float32 by the executor).
+NUMPY_NATIVE: tuple[str, ...] = ("fp64", "fp32", "fp16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
 def dtype(name: str) -> DType:
     """Return the DType called ``name`` (canonical or alias); KeyError names the known ones."""
     key = ALIASES.get(name, name)

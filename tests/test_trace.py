@@ -14,7 +14,7 @@ import pytest
 import solar_io
 from solar_io.frontends.common.errors import CaptureError
 from solar_io.frontends.trace.axes import ExprError, evaluate, resolve
-from solar_io.frontends.trace.definition import DTYPES, parse_definition, read_definition
+from solar_io.frontends.trace.definition import DEFINITION_DTYPES, parse_definition, read_definition
 from solar_io.frontends.trace.workload import BadLine, Workload, read_workloads
 
 GEMM = {
@@ -114,7 +114,7 @@ def test_specs_scalars_zero_d_literal_and_arithmetic_sizes_and_every_dtype_of_th
     d = parse_definition(doc, "def.json", "0" * 64)
     assert d.inputs["alpha"].scalar and d.inputs["scale"].shape == () and not d.inputs["scale"].scalar
     assert d.scalars == ("alpha",)
-    assert set(DTYPES) == {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+    assert set(DEFINITION_DTYPES) == {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
                            "float4_e2m1", "float4_e2m1fn_x2", "int64", "int32", "int16", "int8", "uint8", "bool"}
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from solar_io.hardware.catalog import UnknownHardwareError, list_specs, load_spec
-from solar_io.hardware.spec import DTYPES, HardwareSpec, HardwareSpecError, dump_spec_yaml
+from solar_io.hardware.spec import PEAK_DTYPES, HardwareSpec, HardwareSpecError, dump_spec_yaml
 
 from ..units import SIZE_RULES, SizeError, parse_size_int
 
@@ -92,7 +92,7 @@ def show_cmd(
     for header in ("unit", "dtype", "peak", "src", "note"):
         peaks.add_column(header, overflow="fold")
     for unit, by_dtype in spec.units.items():
-        for dtype in sorted(by_dtype, key=DTYPES.index):
+        for dtype in sorted(by_dtype, key=PEAK_DTYPES.index):
             p = by_dtype[dtype]
             rate = "OP/s" if dtype.startswith("int") or unit == "special" else "FLOP/s"
             peaks.add_row(unit, dtype, format_si(p.value, rate), _refs(p.sources), p.note or "")

@@ -14,7 +14,7 @@ CPU; :mod:`solar_io.hardware.cli` is the ``solar-io hw`` command group.
 
 from solar_io.hardware.catalog import UnknownHardwareError, known_names, list_specs, load_spec
 from solar_io.hardware.spec import (
-    DTYPES,
+    PEAK_DTYPES,
     UNIT_CLASSES,
     Clock,
     HardwareSpec,
@@ -33,7 +33,7 @@ from solar_io.hardware.spec import (
 )
 
 __all__ = [
-    "DTYPES",
+    "PEAK_DTYPES",
     "UNIT_CLASSES",
     "Clock",
     "HardwareSpec",

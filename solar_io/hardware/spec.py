@@ -30,7 +30,8 @@ FORMAT_NAME = "solar-io.hardware"
 FORMAT_VERSION = "1.1"  # 1.1 adds the optional 'interconnect' (links to other chips)
 SUPPORTED_MAJOR = 1
 UNIT_CLASSES: tuple[str, ...] = ("matrix", "vector", "special")
-DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
+#: the dtype classes a peak is given for (fp8 covers its e4m3 and e5m2 forms; see solar_io.dtypes for the file's dtypes)
+PEAK_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few KiB; refuse anything larger than 1 MiB
 
 __all__ = [

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 
+from ...dtypes import FILE_TO_FRAMEWORK
 from .errors import InputSpecError
 
-#: Spec dtype names (the file's names and common aliases) -> the file's dtype.
-DTYPE_NAMES = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp64": "fp64", "int64": "int64",
-               "int32": "int32", "int8": "int8", "uint8": "uint8", "bool": "bool", "float32": "fp32",
-               "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int": "int64", "long": "int64"}
+#: The file dtypes an input spec may give.
+INPUT_DTYPES = ("fp32", "fp16", "bf16", "fp64", "int64", "int32", "int8", "uint8", "bool")
+#: Spec dtype names (the file's names, the framework names, ``int``/``long``) -> the file's dtype.
+DTYPE_NAMES = {**{d: d for d in INPUT_DTYPES}, **{FILE_TO_FRAMEWORK[d]: d for d in INPUT_DTYPES},
+               "int": "int64", "long": "int64"}
 _SPEC = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)?([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
 
 
@@ -21,8 +23,7 @@ def parse_input_spec(spec: str) -> tuple[str | None, str, list[int]]:
         raise InputSpecError(f"bad --input {spec!r}: expected NAME=DTYPE[D1,D2,...], e.g. x=bf16[8,1024,4096]")
     name, dt, dims = m.groups()
     if dt not in DTYPE_NAMES:
-        raise InputSpecError(f"bad --input {spec!r}: unknown dtype {dt!r}; use one of fp32, fp16, bf16, fp64, "
-                             "int64, int32, int8, uint8, bool")
+        raise InputSpecError(f"bad --input {spec!r}: unknown dtype {dt!r}; use one of {', '.join(INPUT_DTYPES)}")
     shape = [int(d) for d in dims.replace(" ", "").split(",") if d]
     if any(s <= 0 for s in shape):
         raise InputSpecError(f"bad --input {spec!r}: dimensions must be positive")

@@ -18,6 +18,7 @@ import jax
 import numpy as np
 from jax.extend import core as jcore
 
+from ...dtypes import FRAMEWORK_TO_FILE
 from ..common.builder import GraphBuilder
 from ..common.errors import CaptureError
 from .registry import RULES, NoLowering
@@ -27,10 +28,9 @@ CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_cal
          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
          "remat": "jaxpr", "checkpoint": "jaxpr", "remat2": "jaxpr", "custom_lin": None}
 
-_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int64": "int64",
-           "int32": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
-           "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "int4": "int4", "uint32": "int32",
-           "uint16": "int16", "uint64": "int64"}
+#: jax dtype name -> the file's dtype: the shared framework names, plus int4 and the unsigned widths
+#: jax has (counted as the signed type of their width: same bytes).
+JAX_TO_FILE = {**FRAMEWORK_TO_FILE, "int4": "int4", "uint32": "int32", "uint16": "int16", "uint64": "int64"}
 
 
 def file_dtype(dt: Any) -> str:
@@ -39,9 +39,9 @@ def file_dtype(dt: Any) -> str:
     except TypeError:  # extended dtypes: PRNG keys
         raise CaptureError(f"inputs of dtype {dt} (typed PRNG keys) are not supported; "
                            "pass a uint32 jax.random.PRNGKey or the random values instead") from None
-    if name not in _DTYPES:
+    if name not in JAX_TO_FILE:
         raise NoLowering(f"dtype {name} has no file dtype")
-    return _DTYPES[name]
+    return JAX_TO_FILE[name]
 
 
 Operand = str | float | int | bool

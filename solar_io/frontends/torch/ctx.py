@@ -17,14 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from ...dtypes import FRAMEWORK_TO_FILE
 from ..common.builder import GraphBuilder, access, family
 from .registry import NoLowering
 
-_DTYPES = {
-    torch.float32: "fp32", torch.float64: "fp64", torch.float16: "fp16", torch.bfloat16: "bf16",
-    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
-    torch.uint8: "uint8", torch.bool: "bool", torch.float8_e4m3fn: "fp8_e4m3", torch.float8_e5m2: "fp8_e5m2",
-}
+#: torch dtype -> the file's dtype (from :data:`solar_io.dtypes.FRAMEWORK_TO_FILE`).
+TORCH_TO_FILE = {getattr(torch, name): file for name, file in FRAMEWORK_TO_FILE.items()}
 _INPUT_HINTS = {1: ("D",), 2: ("B", "D"), 3: ("B", "S", "D"), 4: ("N", "C", "H", "W"),
                 5: ("N", "C", "T", "H", "W")}
 _INT_HINTS = {1: ("B",), 2: ("B", "S"), 3: ("B", "S", "K")}
@@ -33,7 +31,7 @@ _INT_HINTS = {1: ("B",), 2: ("B", "S"), 3: ("B", "S", "K")}
 def file_dtype(dt: torch.dtype) -> str:
     """The einsum-graph dtype name of a torch dtype."""
     try:
-        return _DTYPES[dt]
+        return TORCH_TO_FILE[dt]
     except KeyError:
         raise NoLowering(f"dtype {dt} has no einsum-graph equivalent") from None
 

@@ -23,14 +23,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from ...dtypes import FILE_TO_FRAMEWORK
 from ..common.errors import CaptureError, InputSpecError
 from ..common.inputs import parse_input_spec as common_input_spec
 from ..common.inputs import split_entry
 
 #: File dtype -> torch dtype (``--input`` spellings are mapped to file dtypes by the shared parser).
-TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
-                "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8,
-                "bool": torch.bool}
+FILE_TO_TORCH = {file: getattr(torch, name) for file, name in FILE_TO_FRAMEWORK.items()}
 ACCELERATORS = ("cuda", "xpu", "mps", "hip")
 
 
@@ -170,7 +169,7 @@ def _import_file(path: Path) -> Any:
 def parse_input_spec(spec: str) -> tuple[str | None, torch.dtype, list[int]]:
     """``"x=bf16[8,1024,4096]"`` -> (name, dtype, shape); InputSpecError when malformed."""
     name, dt, shape = common_input_spec(spec)
-    return name, TORCH_DTYPES[dt], shape
+    return name, FILE_TO_TORCH[dt], shape
 
 
 def _spec_inputs(specs: list[str]) -> Callable[[], list[Any]]:
@@ -198,7 +197,7 @@ def load_source(path: Path, *, entry: str | None = None, inputs: list[str] | Non
     if dtype:
         if dtype not in ("bf16", "fp16", "fp32"):
             raise InputSpecError(f"bad --dtype {dtype!r}: use bf16, fp16 or fp32")
-        tdt = TORCH_DTYPES[dtype]
+        tdt = FILE_TO_TORCH[dtype]
     for spec in inputs or []:
         parse_input_spec(spec)
     if entry:

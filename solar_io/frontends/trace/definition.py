@@ -16,18 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...dtypes import FRAMEWORK_TO_FILE
 from ..common.errors import CaptureError
 from .axes import AXIS_KINDS, Axis, ExprError, evaluate, names_in
 
 #: dtype names the format uses -> (torch attribute, einsum-graph dtype or None where it has none).
 #: ``float4_e2m1fn_x2`` packs two fp4 values in one byte (its last dimension counts bytes).
-DTYPES: dict[str, tuple[str, str | None]] = {
-    "float64": ("float64", "fp64"), "float32": ("float32", "fp32"), "float16": ("float16", "fp16"),
-    "bfloat16": ("bfloat16", "bf16"), "float8_e4m3fn": ("float8_e4m3fn", "fp8_e4m3"),
-    "float8_e5m2": ("float8_e5m2", "fp8_e5m2"), "float4_e2m1": ("float4_e2m1fn_x2", "fp4_e2m1"),
-    "float4_e2m1fn_x2": ("float4_e2m1fn_x2", "fp4_e2m1"), "int64": ("int64", "int64"),
-    "int32": ("int32", "int32"), "int16": ("int16", "int16"), "int8": ("int8", "int8"),
-    "uint8": ("uint8", "uint8"), "bool": ("bool", "bool"),
+DEFINITION_DTYPES: dict[str, tuple[str, str | None]] = {
+    **{name: (name, file) for name, file in FRAMEWORK_TO_FILE.items()},
+    "float4_e2m1": ("float4_e2m1fn_x2", "fp4_e2m1"), "float4_e2m1fn_x2": ("float4_e2m1fn_x2", "fp4_e2m1"),
 }
 TOP_FIELDS = ("name", "op_type", "description", "tags", "hf_id", "axes", "constraints", "inputs", "outputs",
               "reference", "custom_inputs_entrypoint")
@@ -212,8 +209,8 @@ def _tensors(v: Any, key: str, axes: dict[str, Axis], file: str) -> dict[str, Te
         if "shape" not in spec:
             raise _fail(file, f"{where}.shape", "missing (a list of axis names, [] for 0-d, null for a scalar)")
         dt = spec.get("dtype")
-        if dt not in DTYPES:
-            raise _fail(file, f"{where}.dtype", f"unknown dtype {dt!r}; known: {', '.join(DTYPES)}")
+        if dt not in DEFINITION_DTYPES:
+            raise _fail(file, f"{where}.dtype", f"unknown dtype {dt!r}; known: {', '.join(DEFINITION_DTYPES)}")
         shape = spec["shape"]
         if shape is None:
             out[name] = TensorSpec(name, None, dt)

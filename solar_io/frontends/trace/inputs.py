@@ -22,7 +22,7 @@ import torch
 
 from ..common.errors import CaptureError
 from .axes import evaluate
-from .definition import DTYPES, Definition, TensorSpec
+from .definition import DEFINITION_DTYPES, Definition, TensorSpec
 from .workload import Workload
 
 #: safetensors dtype codes -> torch dtypes.
@@ -34,7 +34,7 @@ _HEADER_LIMIT = 100 << 20
 
 def torch_dtype(spec: TensorSpec, where: str) -> torch.dtype:
     """The torch dtype of a spec (CaptureError when this torch has none)."""
-    name = DTYPES[spec.dtype][0]
+    name = DEFINITION_DTYPES[spec.dtype][0]
     dt = getattr(torch, name, None)
     if not isinstance(dt, torch.dtype):
         raise CaptureError(f"{where}: dtype {spec.dtype}: this torch ({torch.__version__}) has no torch.{name}")
