@@ -92,7 +92,8 @@ def capture(path: Path, frontend: str | None = None, **options) -> Graph:
             from .agent.fallback import resolve_opaque
 
             g = resolve_opaque(g, path, model=options.get("model"), max_attempts=options.get("max_attempts", 5),
-                               no_cache=bool(options.get("no_cache")), seed=options.get("seed", 0)).graph
+                               no_cache=bool(options.get("no_cache")), seed=options.get("seed", 0),
+                               unsafe_exec=bool(options.get("unsafe_exec"))).graph
         return g
     except SolarIOError:
         raise

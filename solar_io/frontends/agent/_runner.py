@@ -1,17 +1,25 @@
-"""Child process of the sandbox: run an IR program's ``model`` on the golden inputs.
+"""Child process of the sandbox: run an IR program's ``model`` on the golden inputs and lift it.
 
-Started by ``sandbox.run_program`` in its own temporary directory and session:
-``isolate(cpu_s, mem)`` first sets the resource limits and moves the process into a network
-namespace of its own when the kernel allows it (``unshare(CLONE_NEWNET)``, else a new user
-namespace with one; where neither is permitted the reason is recorded), then
-``main(PROG, INPUTS.npz, OUT.npz, RESULT.json)`` installs, after its imports, an audit hook
-that refuses sockets, subprocesses and opening files outside the temporary directory and the
-Python installation, and runs the program.
+Started by ``sandbox.run_program``, inside the jail (``jail.py``) or, with ``--unsafe-exec``, in
+a plain child process. ``main(argv)`` with argv ``CPU_S MEM_BYTES FILE_BYTES NPROC JAILED TMP``:
+
+1. ``limit``: resource limits (CPU seconds, address space, file size, processes, no core
+   files); in the jail, a process started as root drops to uid/gid 65534 with no groups first;
+   outside it, a network namespace of its own where the kernel allows one (``isolate``);
+2. reads stdin: one JSON line ``{"program", "name"}`` and then the inputs as .npz bytes;
+3. keeps a private copy of stdout for its answer and points fd 1 at stderr (the program's
+   prints cannot corrupt the answer), imports what it needs, loads the second seccomp stage
+   (no exec, no fork: ``jail.no_spawn_filter``) and an audit hook that turns forbidden calls
+   into clear diagnostics (the jail, not the hook, is what enforces);
+4. writes the program to TMP, runs ``model``, lifts the program with the loop-IR lifter
+   (validate=False; the parent compares the outputs) and answers one JSON line
+   ``{"ok", "outputs", "graph", "error", "traceback", "isolation"}`` and the outputs as .npz.
 """
 
 from __future__ import annotations
 
 import ctypes
+import io
 import json
 import os
 import resource
@@ -20,17 +28,30 @@ import traceback
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
-#: how the child is cut off from the network: set by ``isolate``, reported in the result
-ISOLATION: dict = {"network_namespace": False, "reason": "isolate() was not called"}
+NOBODY = 65534
+#: what cut the child off: set by ``limit``/``isolate``, reported in the answer
+ISOLATION: dict = {}
 
 
-def isolate(cpu_s: int, mem: int) -> None:
-    """Resource limits (CPU seconds, address space, file size, no core files), then a
-    network namespace with no interface but loopback when the kernel permits one."""
+def limit(cpu_s: int, mem: int, fsize: int, nproc: int, jailed: bool) -> None:
+    """Resource limits; in the jail, drop root to nobody first (so RLIMIT_NPROC binds)."""
+    if jailed and os.getuid() == 0:
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if jailed:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    ISOLATION.update(uid=os.getuid(), limits={"cpu_s": cpu_s, "address_space": mem, "file_size": fsize,
+                                              "processes": nproc if jailed else None})
+
+
+def isolate() -> None:
+    """Outside the jail: a network namespace with no interface but loopback when the kernel
+    permits one (else the reason is recorded)."""
     libc = ctypes.CDLL(None, use_errno=True)
     errors = []
     for flags, what in ((CLONE_NEWNET, "unshare(CLONE_NEWNET)"),
@@ -43,10 +64,10 @@ def isolate(cpu_s: int, mem: int) -> None:
 
 
 def _interfaces() -> list[str]:
-    import socket
-
+    """Network interfaces this process sees (its network namespace's), from /proc/net/dev."""
     try:
-        return sorted(name for _, name in socket.if_nameindex())
+        with open("/proc/net/dev") as f:
+            return sorted(line.split(":")[0].strip() for line in f.read().splitlines()[2:] if ":" in line)
     except OSError:
         return []
 
@@ -67,22 +88,29 @@ def _guard(tmp: str) -> None:
     sys.addaudithook(hook)
 
 
-def main(prog: str, inputs: str, out: str, result: str) -> None:
-    import numpy as np
+def _no_spawn(jailed: bool) -> None:
+    try:
+        from solar_io.frontends.agent.jail import no_spawn_filter
 
+        no_spawn_filter().load()
+        ISOLATION["seccomp"] = "jail" if jailed else "no exec/fork only"
+    except Exception as e:  # noqa: BLE001 - outside the jail (--unsafe-exec) this layer is optional
+        if jailed:
+            raise
+        ISOLATION["seccomp"] = f"none ({type(e).__name__})"
+
+
+def _run(header: dict, arrays: dict, tmp: str) -> tuple[dict, dict]:
+    from pathlib import Path
+
+    from solar_io.format.files import dumps
+    from solar_io.frontends.loopir import capture_file
     from solar_io.frontends.loopir.capture import load_program, model_params, run_model
     from solar_io.frontends.loopir.ir import Dim
 
-    tmp = os.path.dirname(os.path.abspath(result))
-    res: dict = {"ok": False}
-    with np.load(inputs) as z:
-        arrays = {k: z[k] for k in z.files}
-    isolation = {**ISOLATION, "interfaces": _interfaces()}
-    _guard(tmp)
-    try:
-        from pathlib import Path
-
-        path = Path(prog)
+    path = Path(tmp) / f"{header['name']}_ir.py"
+    path.write_text(header["program"])
+    if header.get("run", True):
         mod = load_program(path)
         params = model_params(mod, path)
         missing = [n for n in params if n not in arrays]
@@ -95,14 +123,55 @@ def main(prog: str, inputs: str, out: str, result: str) -> None:
                                  f"but the source's {n} has shape {list(arrays[n].shape)}")
         dims = {v.name: v.size for v in vars(mod).values() if isinstance(v, Dim) and v.size is not None}
         outs = run_model(mod, params, {n: arrays[n] for n in params}, path, tracer=None, jit=False, sizes=dims)
-        np.savez(out, **{k: np.asarray(v.numpy()) for k, v in outs.items()})
-        res = {"ok": True, "outputs": list(outs)}
+        outs = {k: v.numpy() for k, v in outs.items()}
+    else:
+        outs = {}
+    try:
+        graph = dumps(capture_file(path, validate=False, name=header["name"]))
+    except Exception as e:  # noqa: BLE001 - reported to the model as a diagnostic
+        raise RuntimeError(f"the program ran but lifting it failed: {' '.join(str(e).split())[:400]}") from e
+    return {"ok": True, "outputs": list(outs), "graph": graph}, outs
+
+
+def main(argv: list[str]) -> None:
+    cpu_s, mem, fsize, nproc, jailed, tmp = int(argv[0]), int(argv[1]), int(argv[2]), int(argv[3]), argv[4] == "1", \
+        argv[5]
+    if jailed:  # pyseccomp finds libseccomp by running ldconfig: before the limits and the drop to nobody
+        from solar_io.frontends.agent import jail
+
+        jail.base_filter()
+    limit(cpu_s, mem, fsize, nproc, jailed)
+    if not jailed:
+        isolate()
+    else:
+        ISOLATION.update(network_namespace=True, reason="bubblewrap --unshare-net")
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    data = sys.stdin.buffer.read()
+    head, _, blob = data.partition(b"\n")
+    header = json.loads(head)
+
+    import numpy as np
+
+    from solar_io.format.files import dumps  # noqa: F401 - imported before the guard
+    from solar_io.frontends.loopir import capture_file  # noqa: F401
+
+    with np.load(io.BytesIO(blob)) as z:
+        arrays = {k: z[k] for k in z.files}
+    ISOLATION["interfaces"] = _interfaces()
+    outs: dict = {}
+    try:
+        _no_spawn(jailed)
+        _guard(tmp)
+        res, outs = _run(header, arrays, tmp)
     except BaseException as e:  # noqa: BLE001 - everything goes back to the model as a diagnostic
         tb = traceback.format_exception(type(e), e, e.__traceback__)
         res = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": "".join(tb)[-4000:]}
-    with open(result, "w") as f:
-        json.dump({**res, "isolation": isolation}, f)
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in outs.items()})
+    answer.write(json.dumps({**res, "isolation": ISOLATION}).encode() + b"\n" + buf.getvalue())
+    answer.flush()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(sys.argv[1:])

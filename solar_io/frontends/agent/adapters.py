@@ -7,11 +7,12 @@ program's inputs, weights included) and ``output:NAME`` (its outputs).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +45,14 @@ with explicit Dims; `mean` is a sum times 1/n.
 
 TORCH = """\
 ### Source language: PyTorch
-The source defines `Model` (an `nn.Module` built with no arguments) or a function
-`forward(**inputs)`, and `get_inputs(rng)` returning {name: array or tensor}. The module's
-parameters and buffers are inputs too, named by their state_dict key with `.` replaced by `_`
-(`fc.weight` -> `fc_weight`); declare them with `role="weight"`. `nn.Linear` computes
-`x @ weight.T + bias` (weight is [out, in]); convolutions are NCHW with weight [out, in, kh, kw].
+The source follows the benchmark convention: `Model(*get_init_inputs())` called as
+`model(*get_inputs())` (or a function used as the forward). The tensor inputs are named as the
+parameters of `Model.forward` (listed in the request); non-tensor arguments are constants,
+listed with their values. The module's parameters and buffers are inputs too, named by their
+state_dict key with `.` replaced by `_` (`fc.weight` -> `fc_weight`); declare them with
+`role="weight"`. `nn.Linear` computes `x @ weight.T + bias` (weight is [out, in]); convolutions
+are NCHW with weight [out, in, kh, kw]. A source written for a GPU (`.cuda()`, `device="cuda"`)
+was run on the CPU: translate the computation, not the device placement.
 """
 
 JAX = """\
@@ -76,12 +80,15 @@ class Golden:
     outputs: dict
     language: str
     reference: str  # what produced the outputs
+    constants: dict = field(default_factory=dict)  # non-tensor arguments of the source's forward
 
     def summary(self) -> str:
         def line(k: str, a: np.ndarray) -> str:
             return f"- {k}: shape {list(a.shape)}, dtype {a.dtype}"
 
+        consts = "".join(f"\n- {k} = {v!r}" for k, v in self.constants.items())
         return ("Inputs:\n" + "\n".join(line(k, v) for k, v in self.inputs.items())
+                + (f"\nConstant (non-tensor) arguments, fixed:{consts}" if consts else "")
                 + "\nOutputs:\n" + "\n".join(line(k, v) for k, v in self.outputs.items()))
 
 
@@ -90,11 +97,15 @@ def conventions(language: str) -> str:
 
 
 def detect_language(path: Path, text: str) -> str:
+    """The source's language from the imports of its parsed module (``import os, torch`` is torch)."""
+    from ..select import _imported
+
     if path.suffix != ".py":
         return "other"
-    if re.search(r"^\s*(from|import)\s+(jax|flax)\b", text, re.M):
+    names = _imported(text)
+    if names & {"jax", "flax"}:
         return "jax"
-    if re.search(r"^\s*(from|import)\s+torch\b", text, re.M):
+    if "torch" in names:
         return "torch"
     return "numpy"
 
@@ -150,33 +161,97 @@ def golden_numpy(path: Path, seed: int) -> Golden:
     return Golden(ins, {k: np.asarray(v) for k, v in outs.items()}, "numpy", f"numpy {np.__version__}")
 
 
-def golden_torch(path: Path, seed: int) -> Golden:
+def _default_entry(path: Path) -> str | None:
+    """The PyTorch loader's entry for a source: its ``Model`` (None: the loader's default), else a
+    top-level function ``forward`` or ``model`` used as the forward (``:forward``)."""
+    try:
+        tree = ast.parse(path.read_text(errors="replace"))
+    except SyntaxError:
+        return None  # the loader reports it
+    top = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    if "Model" in top:
+        return None
+    return next((f":{fn}" for fn in ("forward", "model") if fn in top), None)
+
+
+def _forward_params(m) -> tuple[list[str], bool]:
+    """The positional parameter names of a module's forward (of the function a function
+    entry wraps), and whether it takes ``*args``."""
+    fn = getattr(m, "fn", None) if type(m).__name__ == "_FnModule" else None
+    sig = inspect.signature(fn if fn is not None else type(m).forward)
+    ps = list(sig.parameters.values())[0 if fn is not None else 1:]
+    names = [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return names, any(p.kind == p.VAR_POSITIONAL for p in ps)
+
+
+def _requires_arg(fn) -> bool:
+    try:
+        ps = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in ps)
+
+
+def golden_torch(path: Path, seed: int, *, entry: str | None = None, inputs: list[str] | None = None,
+                 inputs_from: str | None = None, dtype: str | None = None, eval_mode: bool = False) -> Golden:
+    """Golden outputs of a PyTorch source, loaded by the PyTorch frontend's loader (so every file
+    that frontend reads: ``Model(*get_init_inputs())`` on ``get_inputs()``, ``entry``,
+    ``inputs_from``, ``--input`` specs ``inputs``, files written for a GPU), run eagerly on the CPU
+    after ``torch.manual_seed(seed)``. Also this frontend's own form: ``get_inputs(rng)`` (a numpy
+    Generator seeded with ``seed``) returning {name: array or tensor}, and a function
+    ``forward(**inputs)``. Tensor inputs are named as the forward's parameters."""
     try:
         import torch
+
+        from ..torch.loader import load_source
     except ImportError:
         raise CaptureError(f"{path.name}: the source imports torch, which is not installed") from None
-    mod = _load(path)
-    torch.manual_seed(seed)
-    ins = _call_get_inputs(mod, path, seed)
-    args = {k: v if isinstance(v, torch.Tensor) else torch.as_tensor(np.asarray(v)) for k, v in ins.items()}
-    weights: dict = {}
-    if isinstance(getattr(mod, "Model", None), type):
-        m = mod.Model()
-        weights = {k.replace(".", "_"): v.detach() for k, v in m.state_dict().items()}
-        fn = m
-    elif callable(getattr(mod, "forward", None)):
-        fn = mod.forward
-    else:
-        raise CaptureError(f"{path.name}: the PyTorch source defines neither Model nor forward(**inputs)")
+    sys.path.insert(0, str(path.parent))
+    try:
+        src = load_source(path, entry=entry or _default_entry(path), inputs=inputs, dtype=dtype, eval_mode=eval_mode,
+                          inputs_from=inputs_from)
+        torch.manual_seed(seed)
+        m = src.model("cpu")
+        params, star = _forward_params(m)
+        keyed: list[str] = []
+        if not inputs and _requires_arg(src.inputs_factory):  # get_inputs(rng) -> {name: array}
+            make, rng = src.inputs_factory, np.random.default_rng(seed)
+
+            def by_name() -> list:
+                got = make(rng)
+                if not isinstance(got, dict):
+                    return list(got)
+                order = [k for k in params if k in got] if set(got) <= set(params) else list(got)
+                keyed.extend(order)
+                return [v if isinstance(v, torch.Tensor) else torch.as_tensor(np.asarray(v)) for v in
+                        (got[k] for k in order)]
+
+            src = replace(src, inputs_factory=by_name)
+        xs = src.inputs("cpu")
+    finally:
+        sys.path.remove(str(path.parent))
+    names = keyed or params[:len(xs)]
+    if len(names) < len(xs):
+        if not star:
+            raise CaptureError(f"{path.name}: get_inputs() gives {len(xs)} inputs but the forward takes "
+                               f"{len(params)} ({', '.join(params)})")
+        names += [f"x{i}" for i in range(len(names), len(xs))]
+    weights = {k.replace(".", "_"): v.detach().clone() for k, v in m.state_dict().items()}
+    names = [f"input_{n}" if n in weights else n for n in names]
     try:
         with torch.no_grad():
-            res = fn(**args)
+            res = m(*xs)
     except Exception as e:
         raise CaptureError(f"{path.name}: running the source raised {type(e).__name__}: {str(e)[:300]}") from None
-    outs = _named(res, path)
+    args = {n: x for n, x in zip(names, xs, strict=True) if isinstance(x, torch.Tensor)}
+    consts = {n: x for n, x in zip(names, xs, strict=True) if not isinstance(x, torch.Tensor)}
+    outs = {k: v for k, v in _named(res, path).items() if isinstance(v, torch.Tensor)}
+    if not outs:
+        raise CaptureError(f"{path.name}: the forward returned no tensor")
     to_np = {k: v.detach().cpu().numpy() for k, v in {**args, **weights}.items()}
+    where = ", written for a GPU" if src.accelerator else ""
     return Golden(to_np, {k: v.detach().cpu().numpy() for k, v in outs.items()}, "torch",
-                  f"torch {torch.__version__} cpu eager")
+                  f"torch {torch.__version__} cpu eager{where}", consts)
 
 
 def golden_jax(path: Path, seed: int) -> Golden:
@@ -236,13 +311,14 @@ def golden_file(golden: Path, language: str) -> Golden:
     return Golden(ins, outs, language, f"golden data {golden.name}")
 
 
-def capture_golden(path: Path, seed: int, golden: Path | None) -> Golden:
+def capture_golden(path: Path, seed: int, golden: Path | None, **torch_options) -> Golden:
+    """Golden data of the source at ``path`` (``torch_options``: ``golden_torch``'s keywords)."""
     text = path.read_text(errors="replace")
     lang = detect_language(path, text)
     if golden is not None:
         return golden_file(Path(golden), lang)
     if lang == "torch":
-        return golden_torch(path, seed)
+        return golden_torch(path, seed, **torch_options)
     if lang == "numpy":
         return golden_numpy(path, seed)
     if lang == "jax":

@@ -36,19 +36,18 @@ from pathlib import Path
 import numpy as np
 
 from ...affine import Access, AffineExpr, Indirect
-from ...dtypes import numpy_dtype
+from ...dtypes import FILE_TO_FRAMEWORK, NUMPY_NATIVE, numpy_dtype
 from ...errors import SolarIOError
 from ...format.validate import validate
 from ...graph import Graph, Node, Tensor
 from ..common.errors import CaptureError
 from .adapters import Golden, _load, golden_torch
 from .client import DEFAULT_MODEL, Client
-from .sandbox import DEFAULT_MEMORY, DEFAULT_TIMEOUT
+from .sandbox import DEFAULT_MEMORY, DEFAULT_TIMEOUT, require_jail
 from .translate import lift_code, obtain
 
-#: graph dtype -> torch dtype attribute, for the inputs of an op's source program
-TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "int64": "int64", "int32": "int32",
-                "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool"}
+#: graph dtype -> torch dtype attribute, for the (numpy-held) inputs of an op's source program
+NUMPY_TO_TORCH = {file: FILE_TO_FRAMEWORK[file] for file in NUMPY_NATIVE}
 
 
 class FallbackError(SolarIOError):
@@ -107,11 +106,11 @@ def op_program(g: Graph, node: Node, source: str) -> OpProgram:
     order = results.split(",")
     lines = []
     for t in [*ins.values(), *outs.values()]:
-        if g.tensor_map[t].dtype not in TORCH_DTYPES:
+        if g.tensor_map[t].dtype not in NUMPY_TO_TORCH:
             raise FallbackError(f"tensor {t} has dtype {g.tensor_map[t].dtype}, which the op's golden run cannot "
-                                f"hold (supported: {', '.join(TORCH_DTYPES)})")
+                                f"hold (supported: {', '.join(NUMPY_TO_TORCH)})")
     for ident, t in ins.items():
-        shape, tdt = tuple(g.shape(t)), TORCH_DTYPES[g.tensor_map[t].dtype]
+        shape, tdt = tuple(g.shape(t)), NUMPY_TO_TORCH[g.tensor_map[t].dtype]
         if tdt == "bool":
             value = f"rng.random({shape}) < 0.5"
         elif tdt.startswith(("int", "uint")):
@@ -300,11 +299,14 @@ def golden_of(prog: OpProgram, path: Path, model_file: Path, seed: int, call: st
 
 def resolve_opaque(g: Graph, model_file: Path | str, *, client: Client | None = None, model: str | None = None,
                    max_attempts: int = 5, no_cache: bool = False, seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
-                   memory: int = DEFAULT_MEMORY, impls: dict | None = None, log=None) -> FallbackReport:
+                   memory: int = DEFAULT_MEMORY, impls: dict | None = None, log=None,
+                   unsafe_exec: bool = False) -> FallbackReport:
     """Replace the opaque nodes of ``g`` (captured from ``model_file``) by LLM translations
     checked against the op; see the module docstring. ``impls``: {node: callable on numpy
     arrays} for ops without a call record (default: ``frontend_impls``). Never raises for
-    one node's failure."""
+    one node's failure (but JailUnavailable, before any work, when translated programs
+    cannot be jailed and ``unsafe_exec`` is not given)."""
+    require_jail(unsafe_exec)
     model_file = Path(model_file)
     log = log or (lambda m: print(m, file=sys.stderr))
     model = model or DEFAULT_MODEL
@@ -331,8 +333,9 @@ def resolve_opaque(g: Graph, model_file: Path | str, *, client: Client | None = 
                                "the op):\n"
                                f"```\n{model_file.read_text(errors='replace')}\n```")
                 out = obtain(path, path.read_bytes(), gold, model=model, client=client, max_attempts=max_attempts,
-                             no_cache=no_cache, timeout=timeout, memory=memory, log=log, context=context)
-                ir = lift_code(out.code, path)
+                             no_cache=no_cache, timeout=timeout, memory=memory, log=log, context=context,
+                             unsafe=unsafe_exec)
+                ir = lift_code(out.code, path, graph=out.graph, unsafe=unsafe_exec)
             note = (f"agent translation of {node.op} by {model} in {out.attempts} attempt(s), checked against "
                     f"{gold.reference}")
             report.graph, count = splice(report.graph, node, ir, prog, note)
