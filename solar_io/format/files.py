@@ -8,7 +8,8 @@ from pathlib import Path
 from .._gc import gc_paused as _gc_paused
 from ..errors import GraphError, GraphWarning, Issue
 from ..graph import FORMAT_VERSION, Graph
-from .codec import decode, encode
+from .codec import decode
+from .encode import encode
 from .validate import validate
 from .versioning import is_newer_minor
 from .yamltext import YamlError, emit, line_of, parse, read_text, write_atomic
@@ -101,6 +102,21 @@ def dumps(g: Graph) -> str:
         return emit(encode(g))
 
 
+def checked_dumps(g: Graph, file: str | None = None) -> str:
+    """The canonical text of ``g`` after checking it as ``solar-io check`` would: GraphError (naming
+    ``file``, "not written") for a graph no reader would accept, such as a rank of size 0."""
+    text = dumps(g)
+    _, issues = check_text(text, file)
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        first = errors[0]
+        note = Issue(first.path, f"{first.message} (graph not written: solar-io check would refuse it)",
+                     line=first.line)
+        raise GraphError([note] + errors[1:], file)
+    return text
+
+
 def dump(g: Graph, path: str | Path) -> None:
-    """Write ``g`` canonically to ``path`` (atomically: a reader never sees half a file)."""
-    write_atomic(path, dumps(g))
+    """Write ``g`` canonically to ``path`` (atomically: a reader never sees half a file); a graph
+    that ``solar-io check`` would refuse is not written (GraphError)."""
+    write_atomic(path, checked_dumps(g, str(path)))

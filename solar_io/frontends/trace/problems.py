@@ -17,6 +17,7 @@ from ...format.files import dump
 from ...graph import Graph
 from ..common.errors import CaptureError
 from ..common.folder import opaque_ops
+from ..common.usercode import DEFAULT_TIMEOUT_S, user_code
 from .capture import capture_workload, load_reference
 from .definition import Definition, read_definition
 from .detect import DEFINITION, WORKLOADS, problem_dirs
@@ -59,7 +60,8 @@ def capture_problem(source: Path, outdir: Path | None, *, workloads: Path | None
         defn_path, wl_path = _locate(source, workloads)
         defn = read_definition(defn_path)
         lines = read_workloads(wl_path, defn)
-        module = load_reference(defn)
+        with user_code(f"{label}: reference", options.get("timeout", DEFAULT_TIMEOUT_S)):
+            module = load_reference(defn)  # runs the reference's module body
     except SolarIOError as e:
         return [WorkloadResult(label, "-", error=str(e))]
     if sample is not None and 0 < sample < len(lines):
@@ -79,7 +81,8 @@ def _one(defn: Definition, wl: Workload, module: object, outdir: Path | None, op
     r = WorkloadResult(label, wl.key, wl.line)
     t0 = time.perf_counter()
     try:
-        g = capture_workload(defn, wl, module, **options)  # type: ignore[arg-type]
+        with user_code(wl.where, options.get("timeout", DEFAULT_TIMEOUT_S)):  # the reference runs here
+            g = capture_workload(defn, wl, module, **{k: v for k, v in options.items() if k != "timeout"})
         r.validation = g.validation.status
         r.opaque = opaque_ops(g)
         if g.validation.status == "failed" and not allow_invalid:
