@@ -17,14 +17,15 @@ from ..backends.roofline.model import BoundError
 from ..backends.roofline.report import to_json, to_yaml
 from ..backends.roofline.table import DEFAULT_TOP, render, warnings
 from ..format.yamltext import write_atomic
+from ..progress import step
 from ..units import SIZE_RULES
 
-FORMATS = ("table", "yaml", "json")
+FORMATS = ("table", "yaml", "json", "html")
 
 
 def bound_command(
     graph: Path = typer.Argument(..., metavar="GRAPH", help="An einsum-graph file."),
-    hw: str = typer.Option(..., "--hw", help="Chip name, alias or spec path; several separated by commas "
+    hw: str | None = typer.Option(None, "--hw", help="Chip name, alias or spec path; several separated by commas "
                                              "(b200,h100-pcie,thor) for a side-by-side projection; NAME@CLOCK "
                                              "(b200@1500MHz) bounds it at that core clock, as --clock does."),
     measured: str | None = typer.Option(None, "--measured", help="Measured run time (3.1ms, 500us, or seconds "
@@ -56,7 +57,11 @@ def bound_command(
     compute_dtype: str | None = typer.Option(None, "--compute-dtype", help="Peaks of this dtype for every node "
                                                                            "(bf16), or per dtype (fp8=fp16,fp4=fp8)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table (default), yaml or json "
-                                                            "(schema/sol-report-v1.schema.json)."),
+                                                            "(schema/sol-report-v1.schema.json), or html (one "
+                                                            "self-contained page: tables, interactive roofline, "
+                                                            "the graph picture)."),
+    html_path: Path | None = typer.Option(None, "--html", help="Also write the HTML report here (besides the "
+                                                                "--format output)."),
     top: int | None = typer.Option(None, "--top", min=0, help=f"Show the N slowest nodes (table default "
                                                               f"{DEFAULT_TOP}, yaml/json all; 0 = all)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the report here (atomically)."),
@@ -75,6 +80,14 @@ def bound_command(
                                         "with caches)."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw the roofline (nodes and each fidelity) as a PNG "
                                                           "here; one file per chip (NAME-CHIP.png) for several."),
+    parallel: str | None = typer.Option(None, "--parallel", help="Shard over many chips: tp=8,pp=4,dp=16,ep=8,sp "
+                                        "(any subset): per-chip compute, memory and communication, overlapped and "
+                                        "serial (rules: solar_io.backends.parallel)."),
+    system: str | None = typer.Option(None, "--system", help="With --parallel: a system of chips and links "
+                                      "(dgx-h100x4, dgx-b200, gb200-nvl72, or a system YAML); default: --hw chips "
+                                      "joined by the spec's own interconnect."),
+    microbatches: int = typer.Option(1, "--microbatches", min=1, help="With --parallel pp: microbatches per step "
+                                     "(they split the batch rank); bubble (stages-1)/microbatches."),
 ) -> None:
     """Speed-of-light bounds of a graph on one or more chips: unfused, fused and cache-aware (finite on-chip
     memory, tiling and fusion; --capacity, --cache-bound, --no-cache-aware), per node, with headroom
@@ -83,16 +96,24 @@ def bound_command(
     low-precision operands at their origin's peak, unless --strict-fp32 / --strict-dequant."""
     if fmt not in FORMATS:
         raise BoundError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if parallel is not None or system is not None:
+        from .bound_parallel import parallel_command
+
+        return parallel_command(graph, resolve_graph(graph), hw, parallel, system, microbatches, fmt, output,
+                                strict_fp32=strict_fp32, strict_dequant=strict_dequant, residency=residency)
+    if hw is None:
+        raise BoundError("--hw: give a chip name, alias or spec path")
     chips = [h.strip() for h in hw.split(",") if h.strip()]
     if not chips:
         raise BoundError("--hw: give a chip name, alias or spec path")
     g = resolve_graph(graph)
-    reports = bound_many(g, chips, measured=measured, target_latency=target_latency, target_rate=target_rate,
-                         allow_tf32=True if allow_tf32 else None, strict_fp32=strict_fp32,
-                         strict_dequant=strict_dequant, clock=clock, dtype=dtype, compute_dtype=compute_dtype,
-                         cache_aware=cache_aware or cache_bound != "ilp" or capacity is not None,
-                         cache_bound=cache_bound, capacity=capacity, residency=residency,
-                         launch_overhead=launch_overhead)
+    with step(f"bounding {graph.name} on {', '.join(chips)}" + (" (cache-aware tiling ILPs)" if cache_aware else "")):
+        reports = bound_many(g, chips, measured=measured, target_latency=target_latency, target_rate=target_rate,
+                             allow_tf32=True if allow_tf32 else None, strict_fp32=strict_fp32,
+                             strict_dequant=strict_dequant, clock=clock, dtype=dtype, compute_dtype=compute_dtype,
+                             cache_aware=cache_aware or cache_bound != "ilp" or capacity is not None,
+                             cache_bound=cache_bound, capacity=capacity, residency=residency,
+                             launch_overhead=launch_overhead)
     if plot is not None:
         from solar_io.reports.plot import plot_reports
 
@@ -105,7 +126,12 @@ def bound_command(
                 seen.add(line)
                 print(f"{graph}: warning: {line}", file=sys.stderr)
     limit = None if top == 0 else top
-    if fmt == "yaml":
+    if html_path is not None:
+        _write(html_path, _html(g, reports, None))
+        print(f"{graph}: HTML report written to {html_path}", file=sys.stderr)
+    if fmt == "html":
+        text = _html(g, reports, limit)
+    elif fmt == "yaml":
         text = to_yaml(reports, limit)
     elif fmt == "json":
         text = to_json(reports, limit)
@@ -118,10 +144,25 @@ def bound_command(
     if output is None:
         sys.stdout.write(text)
         return
+    _write(output, text)
+
+
+def _write(path: Path, text: str) -> None:
     try:
-        write_atomic(output, text)
+        write_atomic(path, text)
     except OSError as e:
-        raise BoundError(f"{output}: cannot write: {e.strerror or e}") from None
+        raise BoundError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def _html(g, reports, limit: int | None) -> str:  # noqa: ANN001 - a Graph and its Reports
+    """The HTML page of ``reports`` (every node unless ``--top N``), with the graph picture of the first chip."""
+    from ..backends.roofline.report import document
+    from ..graphs.picture import inline_picture
+    from ..reports.html import sol_report_html
+
+    with step("drawing the graph"):
+        picture = inline_picture(g, reports[0])
+    return sol_report_html(document(reports, limit), graph_picture=picture)
 
 
 __all__ = ["bound_command"]

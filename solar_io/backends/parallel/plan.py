@@ -240,8 +240,9 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
                               "no column -> row pair reaches it")
                 replicated.append((x.node, reason))
         if split:
-            notes.append("tp: split ranks " + ", ".join(f"{r}/{s}" for r, s in split.items())
-                         + f" (Megatron: {len(column)} column-parallel and {len(row)} row-parallel linears)")
+            shown = [f"{r}/{s}" for r, s in split.items()]
+            notes.append(f"tp: {len(shown)} ranks split ({', '.join(shown[:6])}{', ...' if len(shown) > 6 else ''}); "
+                         f"Megatron: {len(column)} column-parallel and {len(row)} row-parallel linears")
         else:
             notes.append(f"tp={layout.tp}: no column -> row pair of linears found; every linear is replicated")
     sp_rank, sp_nodes, sp_note = _sp(per_chip, layout, linears(per_chip), split)

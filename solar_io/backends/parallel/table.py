@@ -24,8 +24,10 @@ def render(r: ParallelReport) -> str:
              f"{r.microbatches} microbatch(es)"]
     p = r.plan
     if p.column or p.row:
+        ranks = [f"{k}/{v}" for k, v in p.tp_splits.items()]
+        shown = ", ".join(ranks[:8]) + (f", ... ({len(ranks)} ranks)" if len(ranks) > 8 else "")
         lines.append(f"  tensor parallel: {len(p.column)} column-parallel, {len(p.row)} row-parallel linears; "
-                     f"split ranks {', '.join(f'{k}/{v}' for k, v in p.tp_splits.items())}")
+                     f"split ranks {shown}")
     if p.replicated:
         shown = "; ".join(f"{n} ({why})" for n, why in p.replicated[:6])
         more = f"; ... {len(p.replicated) - 6} more" if len(p.replicated) > 6 else ""

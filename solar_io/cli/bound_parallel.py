@@ -1,0 +1,44 @@
+"""``solar-io bound GRAPH --parallel tp=8,... [--system NAME] [--microbatches M]``: the many-chip bound.
+
+Called by :mod:`.bound` when ``--parallel`` or ``--system`` is given; the rules, collectives and
+formulas are :mod:`solar_io.backends.parallel`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..backends.parallel import ParallelError, parallel_bound, parse_layout, render
+from ..backends.parallel.table import document
+from ..format.yamltext import emit, write_atomic
+
+
+def parallel_command(graph_path: Path, g, hw: str | None, parallel: str | None, system: str | None,
+                     microbatches: int, fmt: str, output: Path | None, **bound_options) -> None:
+    """Bound the graph ``g`` (read from ``graph_path``) sharded by ``parallel`` and print or write the report."""
+    if hw is not None and "," in hw:
+        raise ParallelError("--parallel: give one chip in --hw (a layout runs on one kind of chip)")
+    if fmt == "html":
+        raise ParallelError("--format html: the many-chip report is written as table, yaml or json")
+    layout = parse_layout(parallel or "")
+    r = parallel_bound(g, hw, layout, system=system, microbatches=microbatches, **bound_options)
+    for node, why in r.plan.replicated:
+        print(f"{graph_path}: note: linear {node} is replicated, not sharded: {why}", file=sys.stderr)
+    if fmt == "yaml":
+        text = emit(document(r))
+    elif fmt == "json":
+        text = json.dumps(document(r), indent=2) + "\n"
+    else:
+        text = render(r)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(output, text)
+    except OSError as e:
+        raise ParallelError(f"{output}: cannot write: {e.strerror or e}") from None
+
+
+__all__ = ["parallel_command"]

@@ -1,0 +1,90 @@
+"""Hand-written graphs for the many-chip tests (tests/test_parallel_*.py)."""
+
+from __future__ import annotations
+
+import solar_io
+
+TAIL = ["validation:", "  status: skipped", "  method: none", "  reason: hand-written for the parallel tests"]
+
+
+def HEADER(name: str, version: str = "1.0") -> list[str]:  # noqa: N802 - a constant-like helper
+    """The first lines of a hand-written graph file."""
+    return ["format: solar-io.einsum-graph", f'version: "{version}"', f"name: {name}", "producer:",
+            "  tool: solar-io", "  tool_version: 0.1.0", "  frontend: hand-written"]
+
+
+def stack(layers: int, b: int = 64, d: int = 512, h: int = 2048) -> solar_io.Graph:
+    """``layers`` residual MLP blocks: x_{l+1} = x_l + relu(x_l W1_l) W2_l (bf16)."""
+    lines = [*HEADER("stack"), "ranks:", f"  B: {b}",
+             f"  D: {d}", f"  H: {h}", "tensors:", "- {name: x0, ranks: [B, D], dtype: bf16, role: input}"]
+    nodes = ["nodes:"]
+    for i in range(layers):
+        last = i == layers - 1
+        lines += [f"- {{name: w1_{i}, ranks: [D, H], dtype: bf16, role: weight}}",
+                  f"- {{name: w2_{i}, ranks: [H, D], dtype: bf16, role: weight}}",
+                  f"- {{name: h{i}, ranks: [B, H], dtype: bf16, role: intermediate}}",
+                  f"- {{name: a{i}, ranks: [B, H], dtype: bf16, role: intermediate}}",
+                  f"- {{name: z{i}, ranks: [B, D], dtype: bf16, role: intermediate}}",
+                  f"- {{name: x{i + 1}, ranks: [B, D], dtype: bf16, role: {'output' if last else 'intermediate'}}}"]
+        nodes += [f"- {{name: fc1_{i}, kind: einsum, op: mm, space: [B, H, D], inputs: ['x{i}[B, D]', "
+                  f"'w1_{i}[D, H]'], output: 'h{i}[B, H]', map: mul, reduce: add}}",
+                  f"- {{name: relu{i}, kind: einsum, op: relu, space: [B, H], inputs: ['h{i}[B, H]'], "
+                  f"output: 'a{i}[B, H]', map: relu, reduce: none}}",
+                  f"- {{name: fc2_{i}, kind: einsum, op: mm, space: [B, D, H], inputs: ['a{i}[B, H]', "
+                  f"'w2_{i}[H, D]'], output: 'z{i}[B, D]', map: mul, reduce: add}}",
+                  f"- {{name: res{i}, kind: einsum, op: add, space: [B, D], inputs: ['x{i}[B, D]', 'z{i}[B, D]'], "
+                  f"output: 'x{i + 1}[B, D]', map: add, reduce: none}}"]
+    return solar_io.loads("\n".join(lines + nodes + TAIL) + "\n")
+
+
+def moe(t: int = 16, d: int = 32, x: int = 4, c: int = 8, f: int = 64) -> solar_io.Graph:
+    """A GShard-style MoE layer with a fixed routing: ``disp[X, C, T]`` places tokens in expert slots,
+    two batched expert linears ``w1[X, D, F]``, ``w2[X, F, D]`` run every expert on its ``C`` slots,
+    ``comb[T, X, C]`` weighs the results back into the tokens (bf16)."""
+    text = [*HEADER("moe"), "ranks:", f"  T: {t}", f"  D: {d}", f"  X: {x}", f"  C: {c}", f"  F: {f}", "tensors:",
+            "- {name: x, ranks: [T, D], dtype: bf16, role: input}",
+            "- {name: disp, ranks: [X, C, T], dtype: bf16, role: input}",
+            "- {name: comb, ranks: [T, X, C], dtype: bf16, role: input}",
+            "- {name: w1, ranks: [X, D, F], dtype: bf16, role: weight}",
+            "- {name: w2, ranks: [X, F, D], dtype: bf16, role: weight}",
+            "- {name: buf, ranks: [X, C, D], dtype: bf16, role: intermediate}",
+            "- {name: h, ranks: [X, C, F], dtype: bf16, role: intermediate}",
+            "- {name: a, ranks: [X, C, F], dtype: bf16, role: intermediate}",
+            "- {name: y, ranks: [X, C, D], dtype: bf16, role: intermediate}",
+            "- {name: out, ranks: [T, D], dtype: bf16, role: output}",
+            "nodes:",
+            "- {name: dispatch, kind: einsum, op: einsum, space: [X, C, D, T], inputs: ['disp[X, C, T]', 'x[T, D]'], "
+            "output: 'buf[X, C, D]', map: mul, reduce: add}",
+            "- {name: e1, kind: einsum, op: bmm, space: [X, C, F, D], inputs: ['buf[X, C, D]', 'w1[X, D, F]'], "
+            "output: 'h[X, C, F]', map: mul, reduce: add}",
+            "- {name: act, kind: einsum, op: gelu, space: [X, C, F], inputs: ['h[X, C, F]'], output: 'a[X, C, F]', "
+            "map: gelu, reduce: none}",
+            "- {name: e2, kind: einsum, op: bmm, space: [X, C, D, F], inputs: ['a[X, C, F]', 'w2[X, F, D]'], "
+            "output: 'y[X, C, D]', map: mul, reduce: add}",
+            "- {name: combine, kind: einsum, op: einsum, space: [T, D, X, C], inputs: ['comb[T, X, C]', "
+            "'y[X, C, D]'], output: 'out[T, D]', map: mul, reduce: add}"]
+    return solar_io.loads("\n".join(text + TAIL) + "\n")
+
+
+def train_linear(b: int = 8, d: int = 4096, h: int = 4096) -> solar_io.Graph:
+    """One training step of y = x W by hand: forward, the weight gradient dW = x^T dy (dy given, the loss's
+    gradient), an SGD update W' = W - lr dW; phases marked (format 1.3)."""
+    text = [*HEADER("train_linear", "1.3"), "ranks:", f"  B: {b}", f"  D: {d}", f"  H: {h}", "tensors:",
+            "- {name: x, ranks: [B, D], dtype: bf16, role: input}",
+            "- {name: dy, ranks: [B, H], dtype: bf16, role: input}",
+            "- {name: w, ranks: [D, H], dtype: bf16, role: weight}",
+            "- {name: lr, ranks: [], dtype: bf16, role: constant, value: 0.01}",
+            "- {name: y, ranks: [B, H], dtype: bf16, role: output}",
+            "- {name: dw, ranks: [D, H], dtype: bf16, role: intermediate}",
+            "- {name: step, ranks: [D, H], dtype: bf16, role: intermediate}",
+            "- {name: w_new, ranks: [D, H], dtype: bf16, role: output}",
+            "nodes:",
+            "- {name: fwd, kind: einsum, op: mm, phase: forward, space: [B, H, D], inputs: ['x[B, D]', 'w[D, H]'], "
+            "output: 'y[B, H]', map: mul, reduce: add}",
+            "- {name: grad_w, kind: einsum, op: mm, phase: backward, space: [D, H, B], inputs: ['x[B, D]', "
+            "'dy[B, H]'], output: 'dw[D, H]', map: mul, reduce: add}",
+            "- {name: scale, kind: einsum, op: mul, phase: optimizer, space: [D, H], inputs: ['dw[D, H]', 'lr[]'], "
+            "output: 'step[D, H]', map: mul, reduce: none}",
+            "- {name: update, kind: einsum, op: sub, phase: optimizer, space: [D, H], inputs: ['w[D, H]', "
+            "'step[D, H]'], output: 'w_new[D, H]', map: sub, reduce: none}"]
+    return solar_io.loads("\n".join(text + TAIL) + "\n")

@@ -1,0 +1,50 @@
+"""A Llama-shaped decode step (plain PyTorch, KV cache inputs) on 8 H100 SXM with TP=8: the all-reduce
+time per token (issue 22, done-when; the full 70B shape is the README's example)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from solar_io import graph_metrics  # noqa: E402
+from solar_io.backends.parallel import parallel_bound, parse_layout  # noqa: E402
+from solar_io.frontends.select import capture  # noqa: E402
+
+MODEL = Path(__file__).resolve().parents[1] / "examples" / "models" / "llama_decode.py"
+NVLINK = 4.5e11  # H100 SXM, bytes/s per GPU each way
+
+
+@pytest.fixture(scope="module")
+def decode():
+    # Small: 2 blocks, width 64, 8 query and 8 KV heads of 8, batch 2, 32 cached tokens, fp32
+    return capture(MODEL, "torch", entry=f"{MODEL}:Small", inputs_from="small_inputs", validate=False)
+
+
+def test_tp8_decode_two_allreduces_per_block(decode):
+    r = parallel_bound(decode, "h100-sxm", parse_layout("tp=8"))
+    (st,) = r.stages
+    ar = [c for c in st.collectives if c.collective.kind == "all-reduce"]
+    assert len(ar) == 2 * 2 and len(st.collectives) == 4  # attention output and MLP down projection, per block
+    nbytes = 2 * 64 * 4  # the residual stream of 2 tokens, width 64, fp32
+    per = 2 * (8 - 1) / 8 * nbytes / NVLINK
+    assert all(c.collective.nbytes == nbytes and c.seconds == pytest.approx(per, rel=1e-12) for c in ar)
+    assert r.collective_seconds("all-reduce") == pytest.approx(4 * per, rel=1e-12)  # per decode step (token)
+    assert len(r.plan.row) == 4 and len(r.plan.column) == 2 * 5  # q, k, v, gate, up | o, down
+    ((head, why),) = r.plan.replicated  # the LM head: its vocabulary rank is contracted by no later linear
+    assert decode.shape(decode.node_map[head].outputs[0].tensor)[-1] == 256 and "no column -> row pair" in why
+
+
+def test_tp8_splits_the_kv_cache_and_the_blocks_by_heads(decode):
+    r = parallel_bound(decode, "h100-sxm", parse_layout("tp=8"))
+    g, c = decode, r.plan.graph
+    caches = [t.name for t in g.tensors if t.role == "input" and len(t.ranks) == 4]
+    assert len(caches) == 4
+    for name in caches:  # each chip holds one KV head of each cache: [2, 1, 32, 8]
+        assert c.shape(name) == (2, 1, 32, 8) and g.shape(name) == (2, 8, 32, 8)
+    ((name, _),) = r.plan.replicated
+    head = next(m.macs for m in graph_metrics(g).nodes if m.name == name)
+    assert head == 2 * 64 * 256
+    assert graph_metrics(c).macs == (graph_metrics(g).macs - head) // 8 + head  # all else split 8 ways

@@ -1,0 +1,95 @@
+"""Expert, pipeline and data parallelism: hand-derived collectives, bubble and overlap (issue 22, item 3).
+
+H100 SXM NVLink: 450 GB/s per GPU each way (the spec's 900 GB/s is both directions together).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from parallel_graphs import moe, stack, train_linear
+
+import solar_io
+from solar_io import graph_metrics
+from solar_io.backends.parallel import ParallelError, parallel_bound, parse_layout
+from solar_io.backends.parallel.shard import subgraph
+
+NVLINK = 4.5e11
+
+
+def test_ep4_of_four_experts_two_all_to_alls():
+    g = moe()  # T=16 tokens, D=32, X=4 experts, C=8 slots each, F=64
+    r = parallel_bound(g, "h100-sxm", parse_layout("ep=4"))
+    (st,) = r.stages
+    a2a = [c for c in st.collectives if c.collective.kind == "all-to-all"]
+    assert [c.collective.tensor for c in a2a] == ["buf", "y"]  # dispatch, combine
+    assert len(st.collectives) == 2  # nothing else: inference, no gradients
+    nbytes = 4 * 8 * 32 * 2  # [X, C, D] bf16: the tokens one chip sends to the experts and gets back
+    for c in a2a:
+        assert c.collective.nbytes == nbytes and c.group == 4
+        assert c.seconds == pytest.approx((4 - 1) / 4 * nbytes / NVLINK, rel=1e-12)
+    assert r.plan.ep_rank == "X" and r.plan.ep_tokens == "C" and r.plan.ep_nodes == frozenset({"e1", "act", "e2"})
+    # each chip: 1 expert on the 4 x 8 slots of the 4 data-parallel ranks -> the same MACs, a quarter of the weights
+    part = [sg for sg in _parts(r) if "expert" in sg.name]
+    (experts,) = part
+    assert experts.rank_sizes["X"] == 1 and experts.rank_sizes["C"] == 32
+    assert graph_metrics(experts).macs == 2 * 4 * 8 * 64 * 32
+    assert st.weight_bytes == 2 * (32 * 64 * 2)  # w1 and w2 of one expert
+    assert r.layout.dp == 4 and any("dp: not given" in a for a in r.assumptions)
+
+
+def _parts(r):
+    from solar_io.backends.parallel.plan import stage_graph
+
+    return [stage_graph(r.plan, 0, f"moe.{label}", nodes, f) for label, nodes, f in r.plan.segments(0)]
+
+
+def test_pp2_bubble_and_stage_times():
+    g = stack(4, b=64)  # four identical residual blocks
+    for m in (1, 2, 4):
+        r = parallel_bound(g, "h100-sxm", parse_layout("pp=2"), microbatches=m, residency=False)
+        s0, s1 = r.stages
+        assert s0.nodes == s1.nodes == 8  # cut at the residual stream between block 1 and block 2
+        (send,) = s0.collectives
+        nbytes = 64 // m * 512 * 2  # x2[B/m, D] bf16
+        assert (send.collective.kind, send.collective.tensor, send.collective.nbytes) == ("send/recv", "x2", nbytes)
+        assert send.seconds == pytest.approx(nbytes / NVLINK, rel=1e-12)
+        # stage 1 alone is a two-block stack at batch 64/m: its unfused bound, independently
+        ref = solar_io.bound(stack(2, b=64 // m), "h100-sxm", residency=False)
+        assert s1.work["unfused"].time == pytest.approx(ref.unfused.time, rel=1e-12)
+        t = [max(s.work["unfused"].time, s.comm) for s in r.stages]
+        assert r.overlapped["unfused"] == pytest.approx(sum(t) + (m - 1) * max(t), rel=1e-12)
+        assert r.bubble == (2 - 1) / m
+    with pytest.raises(ParallelError, match="layer boundaries"):
+        parallel_bound(stack(2), "h100-sxm", parse_layout("pp=4"))
+    with pytest.raises(ParallelError, match="not divisible"):
+        parallel_bound(stack(2, b=6), "h100-sxm", parse_layout("pp=2"), microbatches=4)
+
+
+def test_dp4_gradient_allreduce_overlaps_the_backward_only():
+    g = train_linear()  # B=8, D=H=4096: dW is 32 MiB, its all-reduce outlasts the small backward
+    r = parallel_bound(g, "h100-sxm", parse_layout("dp=4"), residency=False)
+    (st,) = r.stages
+    (c,) = st.collectives
+    nbytes = 4096 * 4096 * 2
+    assert (c.collective.kind, c.collective.dim, c.collective.nbytes) == ("all-reduce", "dp", nbytes)
+    c_dp = 2 * 3 / 4 * nbytes / NVLINK
+    assert c.seconds == pytest.approx(c_dp, rel=1e-12)
+    # phase times from hand-cut graphs of the forward, the backward and the optimizer
+    parts = {p: solar_io.bound(subgraph(g, names, p), "h100-sxm", residency=False).unfused.time
+             for p, names in (("fwd", ["fwd"]), ("bwd", ["grad_w"]), ("opt", ["scale", "update"]))}
+    whole = solar_io.bound(g, "h100-sxm", residency=False).unfused.time
+    assert whole == pytest.approx(math.fsum(parts.values()), rel=1e-12)
+    assert c_dp > parts["bwd"]  # so the all-reduce is exposed past the backward
+    assert r.overlapped["unfused"] == pytest.approx(parts["fwd"] + c_dp + parts["opt"], rel=1e-12)
+    assert r.serial["unfused"] == pytest.approx(whole + c_dp, rel=1e-12)
+    assert r.plan.gradients == ("dw",)
+    with pytest.raises(ParallelError, match="training graph"):
+        parallel_bound(g, "h100-sxm", parse_layout("pp=2"))
+
+
+def test_inference_dp_adds_no_communication():
+    r = parallel_bound(stack(2), "h100-sxm", parse_layout("dp=8"))
+    assert not r.stages[0].collectives
+    assert r.overlapped == r.serial
