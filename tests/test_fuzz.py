@@ -11,7 +11,7 @@ from strategies import graphs
 
 from solar_io import GraphError, check_text, dumps, loads
 from solar_io.errors import Issue
-from solar_io.format.codec import encode
+from solar_io.format.encode import encode
 from solar_io.format.yamltext import emit
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

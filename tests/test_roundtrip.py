@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import graphs
 
 from solar_io import dumps, loads, validate
-from solar_io.format.codec import encode
+from solar_io.format.encode import encode
 from solar_io.format.yamltext import _fast_parse, emit, parse
 
 

@@ -680,3 +680,34 @@ def test_access_pattern_is_the_decoder_grammar(text: str):
     except ValueError:
         parsed = False
     assert bool(ACCESS_RE.search(text)) == parsed
+
+
+def test_schema_forbids_each_field_before_the_version_the_format_table_gives():
+    """``$defs/version1_K`` forbids, in a file of 1.K or older, exactly the fields the format table
+    (``solar_io.format.kinds``) says were added in 1.(K+1); the allOf applies it to 1.0 .. 1.K."""
+    from solar_io.format.kinds import SINCE
+    from solar_io.format.versioning import CURRENT
+
+    record_at = {("properties",): "document", ("properties", "producer", "properties"): "producer",
+                 ("properties", "tensors", "items", "properties"): "tensor",
+                 ("properties", "nodes", "items", "properties"): "node",
+                 ("properties", "validation", "properties"): "validation"}
+
+    def forbidden(sub: dict, path: tuple = ()) -> set[tuple[str, str]]:
+        out = set()
+        for key, val in sub.items():
+            if not isinstance(val, dict):
+                continue
+            if path in record_at and val.get("not") == {}:
+                out.add((record_at[path], key))
+            out |= forbidden(val, path + (key,))
+        return out
+
+    for k in range(CURRENT[1]):
+        want = {rf for rf, since in SINCE.items() if since == (1, k + 1)}
+        assert forbidden(DEFS[f"version1_{k}"]) == want, k
+        versions = [f"1.{j}" for j in range(k + 1)]
+        applies = [a for a in SCHEMA["allOf"] if a["then"] == {"$ref": f"#/$defs/version1_{k}"}]
+        assert len(applies) == 1
+        cond = applies[0]["if"]["properties"]["version"]
+        assert cond.get("enum", [cond.get("const")]) == versions

@@ -5,11 +5,12 @@ enumerations, and that a file of an older minor version uses no field or map ope
 after it) and collects every problem as an ``Issue`` with its path, raising one
 ``GraphError``. The graph keeps the file's version (a newer minor reads as the current one).
 Semantic checks (references, DAG, index bounds) are in ``validate``.
-``encode`` gives the canonical document: fixed key order, optional fields omitted.
+The canonical document of a graph is :func:`solar_io.format.encode.encode`'s.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import dtypes
@@ -31,30 +32,22 @@ from ..graph import (
     Validation,
 )
 from ..ops import MAP_OPS, REDUCE_OPS
-from .assumptions import decode_assumptions, encode_assumptions
+from .assumptions import decode_assumptions
 from .kernels import declare_kernels
+from .kinds import COMMON_NODE, KIND_RULES, keys
 from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
-TOP_KEYS = ("format", "version", "name", "producer", "assumptions", "ranks", "tensors", "nodes", "validation")
-PRODUCER_KEYS = ("tool", "tool_version", "frontend", "frontend_version", "source", "source_sha256", "workload")
+TOP_KEYS = keys("document")
+PRODUCER_KEYS = keys("producer")
 _PRODUCER_STRINGS = PRODUCER_KEYS[:-1]
-WORKLOAD_KEYS = ("definition", "uuid", "index", "axes", "tolerance")
-TENSOR_KEYS = ("name", "ranks", "dtype", "role", "density", "value", "generated")
-NODE_KEYS = ("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
-             "init", "map", "reduce", "scan", "axis", "pad", "fill", "reason", "kernel", "phase", "attrs")
-VALIDATION_KEYS = ("status", "method", "reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error",
-                   "max_rel_error", "reduced_ranks", "unchecked", "reason")
-UNCHECKED_KEYS = ("node", "op", "reason")
-
-#: Node fields each kind requires / also allows.
+WORKLOAD_KEYS = keys("workload")
+TENSOR_KEYS = keys("tensor")
+NODE_KEYS = keys("node")
+VALIDATION_KEYS = keys("validation")
+UNCHECKED_KEYS = keys("unchecked")
+#: Node fields each kind requires / also allows (:data:`.kinds.KIND_RULES`).
 KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "einsum": (frozenset({"space", "inputs", "output", "map", "reduce"}),
-               frozenset({"pad", "fill", "scan", "init"})),
-    "data_movement": (frozenset({"movement", "inputs", "output"}),
-                      frozenset({"space", "view", "axis", "pad", "fill"})),
-    "opaque": (frozenset({"inputs", "outputs", "reason"}), frozenset()),
-}
-COMMON_NODE = frozenset({"name", "kind", "op", "location", "kernel", "phase", "attrs"})
+    kind: (rule.required, rule.allowed) for kind, rule in KIND_RULES.items()}
 
 
 class _Decoder:
@@ -164,14 +157,12 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     except VersionError as e:
         raise GraphError([Issue(("version",), str(e))], file) from None
     dec = _Decoder(version)
+    _numbers(dec, doc, ())
     top = dec.mapping(doc, (), TOP_KEYS, "the document") or {}
     name = dec.get(top, "name", (), (str,), False, "the document")
     producer = _producer(dec, top.get("producer"))
-    assumptions = ()
-    if "assumptions" in top:
-        if msg := too_new("field 'assumptions'", SINCE[("document", "assumptions")], dec.version):
-            dec.err(("assumptions",), msg)
-        assumptions = decode_assumptions(top["assumptions"], dec)
+    dec.since(top, "document", ())
+    assumptions = decode_assumptions(top["assumptions"], dec) if "assumptions" in top else ()
     ranks = _ranks(dec, top.get("ranks"))
     tensors = _tensors(dec, top.get("tensors"))
     nodes = _nodes(dec, top.get("nodes"))
@@ -257,6 +248,29 @@ def _ranks(dec: _Decoder, v: Any) -> tuple[tuple[str, int], ...]:
 #: below 2**63; a rank of 2**62 leaves room for a stride or an offset beside it.
 MAX_RANK_SIZE = 2**62
 MAX_INDEX_SPACE = 2**63
+
+
+#: Fields whose value may be infinite: a fill or constant of -inf (max-pool padding, attention masks),
+#: a measured validation error that overflowed, and a source op's attribute (clamp(min=-inf)).
+#: NaN is refused everywhere.
+INFINITE_OK = frozenset({"fill", "value", "max_abs_error", "max_rel_error"})
+
+
+def _numbers(dec: _Decoder, v: Any, path: tuple) -> None:
+    """Refuse NaN, infinities outside INFINITE_OK and integers of 2**63 or more in magnitude anywhere
+    in the document (rank sizes are checked by _ranks), each naming its field."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if not (path == () and k == "ranks"):
+                _numbers(dec, x, path + (str(k),))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            _numbers(dec, x, path + (i,))
+    elif isinstance(v, float) and not math.isfinite(v):
+        if math.isnan(v) or not (path and (path[-1] in INFINITE_OK or path[-2:-1] == ("attrs",))):
+            dec.err(path, f"must be a finite number, got {v}")
+    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= MAX_INDEX_SPACE:
+        dec.err(path, f"integer of {v.bit_length()} bits is outside the int64 range (|x| < 2**63)")
 
 
 def _echo(v: Any, limit: int = 200) -> str:
@@ -424,7 +438,8 @@ def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:
         for r in sorted(dims):
             lohi = dims[r]
             if (not isinstance(lohi, list) or len(lohi) != 2
-                    or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in lohi)):
+                    or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_RANK_SIZE
+                               for x in lohi)):
                 dec.err(path + (str(t), str(r)), f"pad must be [low, high] with integers >= 0, got {lohi!r}")
                 continue
             entries.append((str(r), lohi[0], lohi[1]))
@@ -500,96 +515,3 @@ def _decode_unchecked(d: dict, path: tuple, dec: _Decoder) -> tuple[Unchecked, .
         if all(f is not None for f in fields):
             out.append(Unchecked(*fields))
     return tuple(out)
-
-
-# ----------------------------------------------------------------------------- encoding
-
-def encode(g: Graph) -> dict:
-    """The canonical document of ``g`` (fixed key order, optional fields omitted)."""
-    doc: dict[str, Any] = {"format": FORMAT_NAME, "version": g.version}
-    if g.name is not None:
-        doc["name"] = g.name
-    doc["producer"] = {k: getattr(g.producer, k) for k in _PRODUCER_STRINGS if getattr(g.producer, k) is not None}
-    w = g.producer.workload
-    if w is not None:
-        wd: dict[str, Any] = {"definition": w.definition}
-        if w.uuid is not None:
-            wd["uuid"] = w.uuid
-        if w.index is not None:
-            wd["index"] = w.index
-        if w.axes:
-            wd["axes"] = dict(w.axes)
-        if w.tolerance:
-            wd["tolerance"] = dict(w.tolerance)
-        doc["producer"]["workload"] = wd
-    if g.assumptions:
-        doc["assumptions"] = encode_assumptions(g.assumptions)
-    doc["ranks"] = dict(g.ranks)
-    doc["tensors"] = [_encode_tensor(t) for t in g.tensors]
-    declared = parse_version(g.version) >= SINCE[("node", "kernel")]  # an older file keeps its bytes
-    doc["nodes"] = [_encode_node(n, declared) for n in g.nodes]
-    v = g.validation
-    val: dict[str, Any] = {"status": v.status, "method": v.method}
-    for k in ("reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error", "max_rel_error"):
-        if getattr(v, k) is not None:
-            val[k] = getattr(v, k)
-    if v.reduced_ranks:
-        val["reduced_ranks"] = dict(v.reduced_ranks)
-    if v.unchecked:
-        val["unchecked"] = [{"node": u.node, "op": u.op, "reason": u.reason} for u in v.unchecked]
-    if v.reason is not None:
-        val["reason"] = v.reason
-    doc["validation"] = val
-    return doc
-
-
-def _encode_tensor(t: Tensor) -> dict:
-    d: dict[str, Any] = {"name": t.name, "ranks": list(t.ranks), "dtype": t.dtype, "role": t.role}
-    if t.density is not None:
-        d["density"] = t.density
-    if t.value is not None:
-        d["value"] = t.value
-    if t.generated:
-        d["generated"] = True
-    return d
-
-
-def _encode_node(n: Node, kernels: bool = True) -> dict:
-    d: dict[str, Any] = {"name": n.name, "kind": n.kind, "op": n.op}
-    if n.location is not None:
-        d["location"] = n.location
-    if n.movement is not None:
-        d["movement"] = n.movement
-    if n.view:
-        d["view"] = True
-    if n.space or n.kind == "einsum" or n.movement == "copy":
-        d["space"] = list(n.space)
-    d["inputs"] = [str(a) for a in n.inputs]
-    if n.kind == "opaque":
-        d["outputs"] = [str(a) for a in n.outputs]
-    else:
-        d["output"] = str(n.outputs[0])
-    if n.init is not None:
-        d["init"] = n.init
-    if n.map is not None:
-        d["map"] = n.map
-    if n.reduce is not None:
-        d["reduce"] = n.reduce
-    if n.scan is not None:
-        d["scan"] = n.scan
-    if n.axis is not None:
-        d["axis"] = n.axis
-    if n.pad:
-        d["pad"] = {t: {r: [lo, hi] for r, lo, hi in dims} for t, dims in n.pad}
-    if n.fill is not None:
-        d["fill"] = n.fill
-    if n.reason is not None:
-        d["reason"] = n.reason
-    if n.kernel is not None and kernels:
-        d["kernel"] = n.kernel
-    if n.phase is not None:
-        d["phase"] = n.phase
-    if n.attrs:
-        d["attrs"] = dict(n.attrs)
-    return d
-

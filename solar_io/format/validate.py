@@ -18,7 +18,8 @@ from ..errors import Issue
 from ..graph import PHASES, Graph, Node
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
-from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, SINCE, VersionError, parse_version, too_new
+from .kinds import fields_too_new
+from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, VersionError, parse_version, too_new
 
 SOURCE_ROLES = ("input", "weight", "constant")
 
@@ -65,32 +66,18 @@ class _Validator:
             if t.generated and (t.role != "constant" or t.value is not None):
                 self.err(("tensors", i, "generated"), f"tensor {t.name}: only constants without a value may be "
                                                       "generated")
-            if t.generated and (msg := too_new("field 'generated'", SINCE[("tensor", "generated")], self.version)):
-                self.err(("tensors", i, "generated"), msg)
         names: set[str] = set()
         for i, n in enumerate(g.nodes):
             if n.name in names:
                 self.err(("nodes", i, "name"), f"node name {n.name!r} is used twice")
             names.add(n.name)
             self.node(i, n)
-        for key in ("model", "attempts", "unchecked"):
-            msg = too_new(f"field {key!r}", SINCE[("validation", key)], self.version)
-            if getattr(g.validation, key) not in (None, ()) and msg:
-                self.err(("validation", key), msg)
-        msg = too_new("field 'workload'", SINCE[("producer", "workload")], self.version)
-        if g.producer.workload is not None and msg:
-            self.err(("producer", "workload"), msg)
         for k in split_kernels(g.nodes):
             self.err(("nodes",), f"kernel {k!r}: its nodes must stand consecutively in node order")
-        msg = too_new("field 'assumptions'", SINCE[("document", "assumptions")], self.version)
-        if g.assumptions and msg:
-            self.err(("assumptions",), msg)
-        msg = too_new("field 'phase'", SINCE[("node", "phase")], self.version)
         for i, n in enumerate(g.nodes):
             if n.phase is not None and n.phase not in PHASES:
                 self.err(("nodes", i, "phase"), f"node {n.name}: unknown phase {n.phase!r}; known: {', '.join(PHASES)}")
-            elif n.phase is not None and msg:
-                self.err(("nodes", i, "phase"), msg)
+        self.issues += fields_too_new(g, self.version)  # every field against the version that added it
         for j, u in enumerate(g.validation.unchecked):
             if u.node not in names:
                 self.err(("validation", "unchecked", j, "node"),
@@ -119,13 +106,9 @@ class _Validator:
     def _since(self, path: tuple, n: Node) -> None:
         if self.version >= CURRENT:  # a current graph may use everything
             return
-        uses = [("scan", n.scan is not None, "field 'scan'", SINCE[("node", "scan")]),
-                ("init", n.init is not None, "field 'init'", SINCE[("node", "init")]),
-                ("output", self._indirect_output(n), "an @ index in an output", OUTPUT_INDIRECT_SINCE)]
-        for key, used, what, since in uses:
-            msg = too_new(what, since, self.version) if used else None
-            if msg:
-                self.err(path + (key,), f"node {n.name}: {msg}")
+        if self._indirect_output(n) and (msg := too_new("an @ index in an output", OUTPUT_INDIRECT_SINCE,
+                                                          self.version)):
+            self.err(path + ("output",), f"node {n.name}: {msg}")
         if n.map in MAP_OPS and (msg := too_new(f"map op {n.map!r}", MAP_OPS[n.map].since, self.version)):
             self.err(path + ("map",), f"node {n.name}: {msg}")
 

@@ -5,9 +5,9 @@ reader accepts any minor of a major it knows (fields from a newer minor are igno
 warning); it refuses a newer major and names the versions it reads. ``migrate`` upgrades a
 document of any known older version to the current one, one step at a time.
 
-``SINCE`` records the minor version that introduced each optional field, so a file that
-says it is 1.0 cannot use a 1.1 field (the reader names the field and the version it needs);
-the map operators carry their own ``since`` in ``ops.MAP_OPS``.
+``SINCE`` (from the format table, :mod:`.kinds`) records the minor version that introduced each
+optional field, so a file that says it is 1.0 cannot use a 1.1 field (the reader names the field
+and the version it needs); the map operators carry their own ``since`` in ``ops.MAP_OPS``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from ..errors import SolarIOError
 from ..graph import FORMAT_VERSION
 from .kernels import declare_kernels_doc
+from .kinds import SINCE
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
 CURRENT: tuple[int, int] = tuple(int(p) for p in FORMAT_VERSION.split("."))  # type: ignore[assignment]
@@ -46,19 +47,6 @@ def check_readable(version: tuple[int, int]) -> None:
                            f"(this solar-io reads {READS})")
 
 
-#: {(record, field): the version that introduced it}; fields absent here exist since 1.0.
-SINCE: dict[tuple[str, str], tuple[int, int]] = {
-    ("node", "scan"): (1, 1),
-    ("node", "init"): (1, 1),
-    ("validation", "model"): (1, 1),
-    ("validation", "attempts"): (1, 1),
-    ("validation", "unchecked"): (1, 2),
-    ("producer", "workload"): (1, 2),
-    ("tensor", "generated"): (1, 2),
-    ("node", "kernel"): (1, 3),
-    ("node", "phase"): (1, 3),
-    ("document", "assumptions"): (1, 3),
-}
 #: The version since which an einsum's output may be indexed through ``@t`` (a scatter).
 OUTPUT_INDIRECT_SINCE: tuple[int, int] = (1, 1)
 
