@@ -6,24 +6,36 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: run test venv bench clean
 
-$(STAMP): pyproject.toml
+# pyproject.toml declares ranges (torch>=2.6, ...); constraints.txt pins what this set-up installs
+# (the torch 2.13.0 CPU build, a local file on this project's machines: no download of gigabytes).
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,torch,jax]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,torch,jax]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-# The main job on the bundled examples: capture a PyTorch model into a validated graph, check it,
-# bound it at three fidelities on two chips, and export it to Timeloop and AccelForge (in build/).
+# The demo: capture a Llama-3-8B-shaped decoder prefilling 4096 tokens (bf16, on meta tensors: no
+# weight memory), check it, bound it on H100, B200 and Thor (unfused, fused, cache-aware side by side,
+# roofline PNG), the headroom of a published H100 time for the same shape (README: The demo) and the
+# inverse roofline of a latency target, an HTML report, a picture of the graph, and the exports.
+DEMO        := build/llama3_8b
+DEMO_HW     := h100-sxm,b200,thor
+# Published time to first token for this shape on one H100 SXM (README: The demo, with its source).
+MEASURED    ?= 120ms
+TARGET      ?= 25ms
 run: venv
 	mkdir -p build
-	$(BIN)/solar-io capture examples/models/llama_decoder.py -o build/llama_decoder.yaml
-	$(BIN)/solar-io check build/llama_decoder.yaml examples/graphs/*.yaml
-	$(BIN)/solar-io info build/llama_decoder.yaml
-	$(BIN)/solar-io bound build/llama_decoder.yaml --hw thor,h100-sxm --measured 20us
-	$(BIN)/solar-io export timeloop build/llama_decoder.yaml -o build/timeloop
-	$(BIN)/solar-io export accelforge build/llama_decoder.yaml -o build/accelforge --arch thor
+	$(BIN)/solar-io capture examples/models/llama3_8b.py --dtype bf16 -o $(DEMO).yaml
+	$(BIN)/solar-io check $(DEMO).yaml examples/graphs/*.yaml
+	$(BIN)/solar-io info $(DEMO).yaml
+	$(BIN)/solar-io bound $(DEMO).yaml --hw $(DEMO_HW) --top 5 --plot build/roofline.png
+	$(BIN)/solar-io bound $(DEMO).yaml --hw h100-sxm --measured $(MEASURED) --target-latency $(TARGET) --top 3 \
+	    --html build/report.html
+	$(BIN)/solar-io graph $(DEMO).yaml --hw h100-sxm -o build/llama3_8b.svg
+	$(BIN)/solar-io export timeloop $(DEMO).yaml -o build/timeloop
+	$(BIN)/solar-io export accelforge $(DEMO).yaml -o build/accelforge --arch thor
 
 # Lint and the whole test suite: every test but the timing-sensitive ones on all CPUs (pytest-xdist;
 # --dist loadfile: a file's tests share one worker, and so its module and session fixtures, e.g. the
@@ -33,7 +45,7 @@ run: venv
 # The second run collects only the files that mark a test serial (collecting all of them takes a minute).
 PYTEST_WORKERS ?= auto
 SERIAL_TESTS   := $(shell grep -l 'mark\.serial' tests/test_*.py)
-test: venv
+test: venv browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
 	$(if $(SERIAL_TESTS),$(BIN)/python -m pytest -q -m serial $(SERIAL_TESTS))
@@ -47,3 +59,5 @@ bench: venv
 clean:
 	rm -rf $(VENV) .venv-accelforge dist build .pytest_cache .ruff_cache .hypothesis
 include mk/accelforge.mk
+include mk/jail.mk
+include mk/browser.mk

@@ -12,10 +12,13 @@ from pathlib import Path
 
 import typer
 
-from ..format.files import dump, dumps
+from ..format.files import checked_dumps, dump
 from ..frontends.common.errors import CaptureError, InputSpecError, ValidationFailed
+from ..frontends.common.usercode import DEFAULT_TIMEOUT_S, parse_timeout, user_code
 from ..frontends.select import capture
 from ..graph import Graph
+from ..progress import enabled as progress_enabled
+from ..progress import step
 from ..units import SIZE_RULES, parse_size_int
 
 
@@ -31,6 +34,19 @@ def _parse_dims(text: str | None, flag: str) -> dict[str, int] | None:
                                "once, sizes > 0 (e.g. B=2,S=8)")
         out[m.group(1)] = int(m.group(2))
     return out
+
+
+def _serving_step(source: Path, frontend: str | None, phase: str, batch: int, seq: int | None, kv_len: int,
+                  cache: str, page_size: int):  # noqa: ANN202 (a frontends.torch.phases.Step)
+    """The ``--phase`` options as a Step; CaptureError for a source that is not a torch model."""
+    from ..frontends.select import detect_frontend
+
+    name = frontend or (detect_frontend(source) if source.is_file() else "torch")
+    if name != "torch":
+        raise CaptureError(f"{source.name}: --phase captures torch causal LMs only (this is a {name} source)")
+    from ..frontends.torch.phases import Step
+
+    return Step(phase, batch=batch, seq=seq, kv_len=kv_len, cache=cache, page_size=page_size)
 
 
 def _opaque_report(g: Graph, name: str) -> None:
@@ -91,12 +107,29 @@ def capture_command(
     agent_fallback: bool = typer.Option(False, "--agent-fallback", help="torch, jax: hand each op with no lowering "
                                         "rule to the agent (LLM translation, checked against the op; needs "
                                         "ANTHROPIC_API_KEY); ops it cannot translate stay opaque."),
+    unsafe_exec: bool = typer.Option(False, "--unsafe-exec", help="agent: run model-written programs even where "
+                                     "the jail (bubblewrap + seccomp) is unavailable, with resource limits only. "
+                                     "Install the jail instead: apt-get install bubblewrap (or make jail)."),
     workloads: Path | None = typer.Option(None, "--workloads", help="trace: the workload.jsonl of a "
                                           "definition.json (default: the one beside it); one graph per line, "
                                           "-o DIR/<definition>.<uuid>.yaml."),
+    phase: str | None = typer.Option(None, "--phase", help="torch causal LMs: capture one serving step, prefill "
+                                     "or decode, over a KV cache given as input tensors (a Hugging Face model, "
+                                     "or a module with kv_cache_layout(); see frontends/torch/phases.py)."),
+    batch: int = typer.Option(1, "--batch", help="--phase: sequences in the step."),
+    seq: int | None = typer.Option(None, "--seq", help="--phase: new tokens per sequence (prefill: the prompt; "
+                                   "decode: 1 by default)."),
+    kv_len: int = typer.Option(0, "--kv-len", help="--phase: positions already in the KV cache (decode: > 0)."),
+    cache: str = typer.Option("dynamic", "--cache", help="--phase: KV cache kind: dynamic (the step returns the "
+                              "grown cache), static (writes the new entries), paged (a block table of pages)."),
+    page_size: int = typer.Option(16, "--page-size", help="--phase with --cache paged: positions per page."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="Seconds one capture (a file, or one "
+                                  "workload of a definition) may run before it is stopped as failed; a folder "
+                                  "goes on to the next file (0: no limit)."),
 ) -> None:
     """Capture a model into an einsum-graph file. This RUNS the user code in SOURCE (and its imports)."""
     budget = parse_size_int(validate_budget, "--validate-budget")
+    limit = parse_timeout(timeout)
     if inputs_from and inputs:
         raise InputSpecError("give --input specs or --inputs-from, not both")
     options = dict(validate=not no_validate, strict=strict, entry=entry, inputs=list(inputs) or None,
@@ -106,31 +139,37 @@ def capture_command(
                   validate_sizes=_parse_dims(validate_sizes, "--validate-sizes"))
     options.update({k: v for k, v in loopir.items() if v is not None})
     if frontend == "agent" or agent_fallback:
-        options.update(golden=golden, model=model, max_attempts=max_attempts, no_cache=no_cache)
+        options.update(golden=golden, model=model, max_attempts=max_attempts, no_cache=no_cache,
+                       unsafe_exec=unsafe_exec)
     if agent_fallback:
         options["agent_fallback"] = True
+    if phase is not None:
+        options["step"] = _serving_step(source, frontend, phase, batch, seq, kv_len, cache, page_size)
     from ..frontends.trace.detect import is_trace_source
 
     if frontend in (None, "trace") and (workloads is not None or is_trace_source(source)):
         from .capture_trace import capture_trace  # SOL-ExecBench / FlashInfer-Trace definitions
 
-        capture_trace(source, output, workloads, options, allow_invalid)
+        capture_trace(source, output, workloads, dict(options, timeout=limit), allow_invalid)
         return
     if source.is_dir():
-        _capture_dir(source, output, frontend, options, allow_invalid)
+        _capture_dir(source, output, frontend, options, allow_invalid, limit)
         return
     if not source.exists() and not entry:
         raise CaptureError(f"{source}: no such file")
     if entry and not source.exists() and frontend is None:
         frontend = "torch"  # --entry names an importable module: nothing to read imports from
-    g = capture(source, frontend, **options)
+    with step(f"capturing {source.name} (export, lowering, validation)"):
+        _import_frontend(source, frontend, entry)
+        with user_code(source.name, limit):
+            g = capture(source, frontend, **options)
     if g.validation.status == "failed" and not allow_invalid:
         raise ValidationFailed(f"{source.name}: validation failed: {g.validation.reason} "
                                "(graph not written; --allow-invalid writes it anyway)")
     _opaque_report(g, source.name)
     _unchecked_report(g, source.name)
     if output is None:
-        sys.stdout.write(dumps(g))
+        sys.stdout.write(checked_dumps(g, "<stdout>"))
     else:
         try:
             dump(g, output)
@@ -140,8 +179,18 @@ def capture_command(
                    err=True)
 
 
+def _import_frontend(source: Path, frontend: str | None, entry: str | None) -> None:
+    """Import the frontend (torch, jax, ...) before the --timeout clock starts: the limit is for the
+    user's code, and an import cut short by it would leave its modules half-initialised."""
+    from ..frontends.select import detect_frontend, frontend_module
+
+    if frontend is None and (entry or not source.is_file()):
+        return  # capture() reports it
+    frontend_module(frontend or detect_frontend(source))
+
+
 def _capture_dir(folder: Path, output: Path | None, frontend: str | None, options: dict,
-                 allow_invalid: bool) -> None:
+                 allow_invalid: bool, limit: float | None) -> None:
     from ..frontends.common.folder import capture_folder, summary_table
 
     if output is None:
@@ -149,8 +198,14 @@ def _capture_dir(folder: Path, output: Path | None, frontend: str | None, option
     files = sorted(p for p in folder.iterdir() if p.suffix == ".py" and not p.name.startswith("_"))
     if not files:
         raise CaptureError(f"{folder}: no .py files")
-    results = capture_folder(files, output, lambda p: capture(p, frontend, **options),
-                             allow_invalid=allow_invalid, show_progress=sys.stderr.isatty())
+
+    def one(p: Path) -> Graph:
+        _import_frontend(p, frontend, None)
+        with user_code(p.name, limit):
+            return capture(p, frontend, **options)
+
+    results = capture_folder(files, output, one,
+                             allow_invalid=allow_invalid, show_progress=progress_enabled())
     typer.echo(summary_table(results), err=True)
     if any(r.status != "captured" for r in results):
         raise typer.Exit(1)

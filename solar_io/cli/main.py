@@ -6,10 +6,13 @@ non-zero; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import io
+import re
 import sys
 import warnings
 from collections import Counter
 from pathlib import Path
+from typing import TextIO
 
 import typer
 
@@ -22,10 +25,12 @@ from ..format.versioning import migrate as migrate_doc
 from ..format.yamltext import YamlError, line_of, parse, read_text, write_atomic
 from ..graph import FORMAT_VERSION
 from ..metrics import graph_metrics
+from ..progress import set_quiet
 from ..resources import schema_issues
 from .bound import bound_command
 from .capture import capture_command
 from .export import export_app, import_app
+from .graph import graph_command
 from .hardware import app as hardware_app
 from .measure import measure_command
 from .reorder_diff import diff_command, reorder_command
@@ -33,8 +38,9 @@ from .report import check_bounds_command, report_command
 from .sweep import sweep_command
 from .tiling import tiling_command
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Speed-of-light analysis of deep-learning workloads from einsum-graph files.")
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Speed-of-light analysis of deep-learning workloads from einsum-graph files. Results go "
+                       "to stdout, diagnostics (warnings, notes, progress) to stderr.")
 
 
 app.command("bound")(bound_command)
@@ -49,6 +55,7 @@ app.command("diff")(diff_command)
 app.command("measure")(measure_command)
 app.command("check-bounds")(check_bounds_command)
 app.command("report")(report_command)
+app.command("graph")(graph_command)
 
 
 def _version(value: bool) -> None:
@@ -62,8 +69,49 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, warnings or notes on stderr (errors "
+                                                           "still print); results on stdout are unchanged."),
 ) -> None:
     """solar-io: capture a workload into a graph file, then bound it on any chip."""
+    if quiet:
+        set_quiet(True)
+        sys.stderr = _Quiet(sys.stderr)
+
+
+class _Quiet(io.TextIOBase):
+    """stderr under ``--quiet``: drops warning and note lines ("[FILE: ]warning: ...", "note: ...") and the
+    indented lines that continue them; errors and usage messages pass through to the real stderr."""
+
+    def __init__(self, real: TextIO):
+        self.real, self.buf, self.dropping = real, "", False
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, s: str) -> int:
+        self.buf += s
+        *lines, self.buf = self.buf.split("\n")
+        for line in lines:
+            if _DIAGNOSTIC.match(line) or (self.dropping and line.startswith(" ")):
+                self.dropping = True
+                continue
+            self.dropping = False
+            self.real.write(line + "\n")
+        return len(s)
+
+    def flush(self) -> None:
+        if self.buf and not _DIAGNOSTIC.match(self.buf):
+            self.real.write(self.buf)
+        self.buf = ""
+        self.real.flush()
+
+
+#: A diagnostic --quiet drops: an optional "PATH: " then "warning:" or "note:". Lists of opaque nodes (work
+#: whose compute is unknown) still print: a bound is never shown without saying what it could not count.
+_DIAGNOSTIC = re.compile(r"^(\S+: )?(warning|note):")
 
 
 def _read(path: Path) -> str:
@@ -268,3 +316,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: internal error: {type(e).__name__}: {cap(str(e))} (run with --debug for the traceback)",
               file=err)
         sys.exit(3)
+    finally:
+        if sys.stderr is not err:
+            sys.stderr.flush()
+        sys.stderr = err
+        set_quiet(False)

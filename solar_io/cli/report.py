@@ -140,9 +140,12 @@ def report_command(
                                                                                   "fidelity."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw roofline.png (needs matplotlib)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Worker processes for capture and bound (timing is serial)."),
+    html: bool = typer.Option(False, "--html", help="Also write report.html: one self-contained page, a sortable "
+                                                    "and filterable table and an interactive roofline."),
 ) -> None:
     """Headroom report over folders of models: per model MACs, bytes, SOL at each fidelity, measured time,
-    headroom and bottleneck (markdown and CSV); geometric-mean headroom per folder; a roofline plot."""
+    headroom and bottleneck (markdown and CSV; --html a page to explore); geometric-mean headroom per folder;
+    a roofline plot."""
     options = CaseOptions(repeats=repeats, warm=warm, cache_aware=cache_aware, measure=measure)
     results, hw_name, wall = _run(_files(folders), hw, options, jobs)
     output.mkdir(parents=True, exist_ok=True)
@@ -157,12 +160,27 @@ def report_command(
             roofline_plot(output / "roofline.png", pts, roofs, _bandwidth(results),
                           f"{len(results)} models on {hw_name}")
             drawn = True
+    if html:
+        write_atomic(output / "report.html", _html_page(results, hw_name, notes))
     for r in results:
         if r.status in ("failed", "skipped"):
             typer.echo(f"{r.status.upper()} {r.file}: {r.reason}", err=True)
-    typer.echo(f"wrote {output}/report.md, report.csv, report.yaml{', roofline.png' if drawn else ''}")
+    typer.echo(f"wrote {output}/report.md, report.csv, report.yaml{', roofline.png' if drawn else ''}"
+               f"{', report.html' if html else ''}")
     for n in notes:
         typer.echo(n)
+
+
+def _html_page(results: list[CaseResult], hw_name: str, notes: list[str]) -> str:
+    """report.html: the table rows of :func:`row`, one roofline point per model and fidelity (and measured)."""
+    from ..reports import html
+    from ..reports.tables import row
+
+    pts, roofs = corpus_points(results)
+    fid_bottleneck = {(r.name, f): b for r in results for f, b in r.bottleneck.items()}
+    points = [html.Point(p.label, f"{p.label} ({p.kind}): {format_time(p.seconds)}", p.flops, p.bytes, p.seconds,
+                         fid_bottleneck.get((p.label, p.kind)) or "none") for p in pts]
+    return html.corpus_report_html([row(r) for r in results], hw_name, notes, points, roofs, _bandwidth(results))
 
 
 def _bandwidth(results: list[CaseResult]) -> float:
