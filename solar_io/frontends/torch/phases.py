@@ -1,0 +1,282 @@
+"""Prefill and decode steps of causal LMs over a KV cache (``solar-io capture --phase ...``).
+
+A *step* is one forward call of a serving loop: ``prefill`` feeds ``seq`` prompt tokens per
+sequence (after ``kv_len`` cached ones: 0 unless the prompt is chunked); ``decode`` feeds one
+token per sequence (``seq`` = 1 by default) after ``kv_len`` cached ones. The cache is an *input*
+of the captured graph: its tensors hold exactly ``kv_len`` positions, so the bound reads them,
+and the step's outputs are the logits and what the step writes into the cache.
+
+Cache kinds (``--cache``):
+
+``dynamic``
+    The cache of each layer is ``(k, v)`` of shape (batch, kv_heads, kv_len, head_dim); the step
+    returns the grown cache (kv_len + seq positions, a ``torch.cat`` per layer: what Hugging
+    Face's ``DynamicCache`` does every step, so the copy is part of the step's work).
+``static``
+    The same inputs; the step returns only the ``seq`` new entries per layer (the writes into a
+    preallocated buffer): no copy of the old entries is charged.
+``paged``
+    A block table (batch, ceil(kv_len / page_size)) int32 of page numbers and, per layer, page
+    pools ``(k_pages, v_pages)`` of shape (batch * pages_per_seq, page_size, kv_heads, head_dim)
+    (vLLM's layout); the step gathers its pages, attends over the first kv_len positions and
+    returns the new entries. The page numbers are a permutation (each sequence owns its pages).
+
+Two kinds of model take part:
+
+- **Hugging Face causal LMs** (a module with a ``config`` that has ``num_hidden_layers``): the
+  model is called as ``lm(input_ids=ids, past_key_values=DynamicCache(...), position_ids=...)``
+  with the cache built from the input tensors; ``dynamic`` only (a static or paged HF cache is
+  not an input of its forward, it lives in the cache object).
+- **Plain PyTorch decoders** with a method ``kv_cache_layout() -> (layers, kv_heads, head_dim)``
+  and a forward ``forward(ids, past_key_values, block_table=None, cache="dynamic", kv_len=None)``, where
+  ``past_key_values`` is a list of per-layer ``(k, v)`` pairs (page pools for ``paged``). The
+  forward returns ``(logits, new_cache)``, ``new_cache`` a list of ``(k, v)`` pairs; ``kv_len`` is
+  the number of valid cached positions (a paged cache's last page may be partly filled) (see
+  ``examples/models/llama_kv.py``).
+
+The step is recorded in the graph as ``Assumption("step", phase, ...)`` with batch, seq,
+kv_len, the cache kind, page size and the names of the cache input tensors.
+
+>>> s = Step("decode", batch=64, kv_len=8192)
+>>> s.seq, s.tokens, s.cache
+(1, 64, 'dynamic')
+>>> Step("prefill", batch=2, seq=128).kv_len
+0
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...graph import Assumption, Graph
+from ..common.errors import CaptureError, InputSpecError
+from .loader import Source
+
+PHASES = ("prefill", "decode")
+CACHES = ("static", "dynamic", "paged")
+DEFAULT_PAGE = 16
+
+
+@dataclass(frozen=True)
+class Step:
+    """One serving step: phase, batch, tokens per sequence (``seq``), cached positions (``kv_len``),
+    cache kind and page size (paged caches). InputSpecError (one line) on values that cannot be."""
+
+    phase: str
+    batch: int = 1
+    seq: int | None = None
+    kv_len: int = 0
+    cache: str = "dynamic"
+    page_size: int = DEFAULT_PAGE
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise InputSpecError(f"bad --phase {self.phase!r}: use prefill or decode")
+        if self.cache not in CACHES:
+            raise InputSpecError(f"bad --cache {self.cache!r}: use {', '.join(CACHES)}")
+        seq = self.seq if self.seq is not None else (1 if self.phase == "decode" else None)
+        if seq is None:
+            raise InputSpecError("--phase prefill needs --seq S (the prompt tokens per sequence)")
+        object.__setattr__(self, "seq", seq)
+        for flag, v in (("--batch", self.batch), ("--seq", seq), ("--page-size", self.page_size)):
+            if not isinstance(v, int) or v <= 0:
+                raise InputSpecError(f"bad {flag} {v!r}: must be a positive integer")
+        if not isinstance(self.kv_len, int) or self.kv_len < 0:
+            raise InputSpecError(f"bad --kv-len {self.kv_len!r}: must be an integer >= 0")
+        if self.phase == "decode" and self.kv_len == 0:
+            raise InputSpecError("--phase decode needs --kv-len L > 0 (the positions already in the KV cache)")
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the step feeds: batch x seq."""
+        return self.batch * int(self.seq or 0)
+
+    @property
+    def pages(self) -> int:
+        """Pages per sequence of a paged cache: ceil(kv_len / page_size)."""
+        return math.ceil(self.kv_len / self.page_size)
+
+    def assumption(self, cache_inputs: tuple[str, ...]) -> Assumption:
+        """The graph's record of this step."""
+        what = (f"{self.phase} step of {self.seq} token(s) per sequence for {self.batch} sequence(s) after "
+                f"{self.kv_len} cached position(s); {self.cache} KV cache")
+        values: list[tuple[str, Any]] = [("batch", self.batch), ("seq", int(self.seq or 0)),
+                                         ("kv_len", self.kv_len), ("cache", self.cache)]
+        if self.cache == "paged":
+            what += f" of {self.page_size}-position pages"
+            values.append(("page_size", self.page_size))
+        values.append(("cache_inputs", tuple(cache_inputs)))
+        return Assumption("step", self.phase, what, tuple(values))
+
+
+def cache_tensors(step: Step, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype,
+                  gen: torch.Generator | None = None) -> tuple[torch.Tensor | None, list[tuple[Any, Any]]]:
+    """(block table or None, per-layer (k, v)) for ``step`` on the default device.
+
+    Contiguous caches are (batch, kv_heads, kv_len, head_dim); paged pools are
+    (batch * pages, page_size, kv_heads, head_dim) with a permuted int32 block table.
+
+    >>> bt, kv = cache_tensors(Step("decode", batch=2, kv_len=5, cache="paged", page_size=4), 1, 3, 8,
+    ...                        torch.float32)
+    >>> tuple(bt.shape), tuple(kv[0][0].shape)
+    ((2, 2), (4, 4, 3, 8))
+    """
+    def rand(*shape: int) -> torch.Tensor:
+        if torch.get_default_device().type == "meta":
+            return torch.empty(shape, dtype=dtype)
+        return torch.randn(shape, dtype=torch.float32, generator=gen).to(dtype)
+
+    if step.cache == "paged":
+        n = step.batch * step.pages
+        order = torch.randperm(n, generator=gen, device="cpu").to(torch.int32).view(step.batch, step.pages)
+        table = order.to(torch.get_default_device())
+        return table, [(rand(n, step.page_size, kv_heads, head_dim), rand(n, step.page_size, kv_heads, head_dim))
+                       for _ in range(layers)]
+    shape = (step.batch, kv_heads, step.kv_len, head_dim)
+    return None, [(rand(*shape), rand(*shape)) for _ in range(layers)]
+
+
+def _token_ids(step: Step, vocab: int, gen: torch.Generator | None) -> torch.Tensor:
+    ids = torch.randint(0, vocab, (step.batch, int(step.seq or 0)), generator=gen, device="cpu")
+    return ids.to(torch.get_default_device())
+
+
+def _is_hf(m: nn.Module) -> bool:
+    cfg = getattr(m, "config", None)
+    return cfg is not None and hasattr(cfg, "num_hidden_layers") and hasattr(m, "get_input_embeddings")
+
+
+def _hf_layout(m: nn.Module) -> tuple[int, int, int, int]:
+    cfg = m.config.get_text_config(decoder=True) if hasattr(m.config, "get_text_config") else m.config
+    heads = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return cfg.num_hidden_layers, kv, hd, cfg.vocab_size
+
+
+class HFStep(nn.Module):
+    """A Hugging Face causal LM as one step: ``forward(ids, k0, v0, k1, v1, ...)`` builds a
+    ``DynamicCache`` holding those tensors and returns the logits and the grown cache."""
+
+    def __init__(self, lm: nn.Module, step: Step):
+        super().__init__()
+        self.lm, self.step = lm, step
+
+    def forward(self, ids: torch.Tensor, *kv: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.lm.config)
+        for i, layer in enumerate(cache.layers[: len(kv) // 2]):
+            layer.lazy_initialization(kv[2 * i], kv[2 * i + 1])
+            layer.keys, layer.values = kv[2 * i], kv[2 * i + 1]
+        s, past = ids.shape[1], self.step.kv_len
+        pos = (torch.arange(s, device=ids.device) + past).unsqueeze(0).expand(ids.shape[0], s)
+        out = self.lm(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True)
+        grown = [t for layer in cache.layers[: len(kv) // 2] for t in (layer.keys, layer.values)]
+        return (out.logits, *grown)
+
+
+class PlainStep(nn.Module):
+    """A plain decoder (``kv_cache_layout()``) as one step: ``forward(ids, [block_table,] k0, v0, ...)``
+    calls ``model(ids, past_key_values=[(k0, v0), ...], block_table=..., cache=kind, kv_len=L)`` and returns the
+    logits and every tensor of the new cache it gives back."""
+
+    def __init__(self, model: nn.Module, step: Step):
+        super().__init__()
+        self.model, self.step = model, step
+
+    def forward(self, ids: torch.Tensor, *flat: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        table = flat[0] if self.step.cache == "paged" else None
+        kv = flat[1:] if table is not None else flat
+        pairs = [(kv[i], kv[i + 1]) for i in range(0, len(kv), 2)]
+        out = self.model(ids, past_key_values=pairs, block_table=table, cache=self.step.cache,
+                         kv_len=self.step.kv_len)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise CaptureError("a plain decoder step must return (logits, new_cache)")
+        logits, new = out
+        return (logits, *[t for pair in new for t in pair])
+
+
+def step_source(source: Source, step: Step) -> Source:
+    """``source`` turned into one ``step``: the model wrapped (:class:`HFStep`, :class:`PlainStep`)
+    and the inputs made by :func:`cache_tensors`. CaptureError naming the file when the model is
+    neither a Hugging Face causal LM nor a decoder with ``kv_cache_layout()``."""
+    probe = source.model("meta")
+    if _is_hf(probe):
+        if step.cache != "dynamic":
+            raise CaptureError(f"{source.name}: --cache {step.cache}: a Hugging Face model's static or paged "
+                               "cache lives inside its cache object, not in the forward's inputs; use --cache "
+                               "dynamic, or a plain decoder taking (k, v) pairs and a block table")
+        layers, kv_heads, head_dim, vocab = _hf_layout(probe)
+        wrap: type[nn.Module] = HFStep
+    elif callable(getattr(probe, "kv_cache_layout", None)):
+        layers, kv_heads, head_dim = (int(x) for x in probe.kv_cache_layout())
+        vocab = _vocab(probe)
+        wrap = PlainStep
+    else:
+        raise CaptureError(f"{source.name}: --phase needs a causal LM that takes a KV cache: a Hugging Face "
+                           "model (a config with num_hidden_layers) or a module with kv_cache_layout() -> "
+                           "(layers, kv_heads, head_dim) and forward(ids, past_key_values, block_table, cache)")
+    dtype = _cache_dtype(probe, source)
+    del probe
+    base_model = source.model_factory
+    pool = "pages" if step.cache == "paged" else "cache"
+    names = ["ids", *(["block_table"] if step.cache == "paged" else []),
+             *[f"{kv}_{pool}_{i}" for i in range(layers) for kv in ("k", "v")]]
+    named = _named_forward(wrap, names)
+
+    def model() -> nn.Module:
+        return named(base_model(), step)
+
+    def inputs() -> list[Any]:  # torch's global generator: validation seeds it
+        table, kv = cache_tensors(step, layers, kv_heads, head_dim, dtype)
+        flat = [t for pair in kv for t in pair]
+        return [_token_ids(step, vocab, None), *([table] if table is not None else []), *flat]
+
+    return replace(source, model_factory=model, inputs_factory=inputs)
+
+
+def _named_forward(cls: type[nn.Module], names: list[str]) -> type[nn.Module]:
+    """``cls`` whose forward declares one parameter per input (so the graph's input tensors are
+    named ``ids``, ``block_table``, ``k_cache_0``, ... rather than ``flat_0``)."""
+    def forward(self: nn.Module, *args: Any) -> Any:
+        return cls.forward(self, *args)
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    forward.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in ["self", *names]])  # type: ignore[attr-defined]
+    return type(cls.__name__, (cls,), {"forward": forward})
+
+
+def _vocab(m: nn.Module) -> int:
+    for sub in m.modules():
+        if isinstance(sub, nn.Embedding):
+            return int(sub.num_embeddings)
+    raise CaptureError("the decoder has no nn.Embedding: cannot tell its vocabulary size for the token ids")
+
+
+def _cache_dtype(m: nn.Module, source: Source) -> torch.dtype:
+    """The cache's dtype: ``--dtype`` if given, else that of the model's first floating parameter."""
+    if source.dtype is not None:
+        return source.dtype
+    for p in m.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
+
+
+def record_step(g: Graph, step: Step) -> Graph:
+    """``g`` with the step's assumption appended; CaptureError if no cache input of the step's
+    length reached the graph (the model ignored its cache)."""
+    cache = tuple(t.name for t in g.tensors if t.role == "input" and not t.dtype.startswith(("int", "uint", "bool")))
+    if step.kv_len and not cache:
+        raise CaptureError(f"{g.name}: the {step.phase} step's graph reads no KV cache input (the model ignored "
+                           "past_key_values?)")
+    if step.kv_len and step.cache != "paged" and not any(step.kv_len in g.shape(n) for n in cache):
+        raise CaptureError(f"{g.name}: no cache input of the graph has kv_len = {step.kv_len} positions")
+    return replace(g, assumptions=(*g.assumptions, step.assumption(cache)))
