@@ -88,3 +88,27 @@ def test_bound_cli_parallel(cli, tmp_path):
     assert doc["system"] == "dgx-h100x4" and doc["chips"] == 32 and doc["tp_split_ranks"] == {"H": 8}
     r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2,bogus")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot read 'bogus'" in r.stderr
+
+
+def test_layout_sweep_finds_the_fastest_layout(tmp_path):
+    from parallel_graphs import stack
+
+    from solar_io import dump
+    from solar_io.backends.parallel import parallel_bound, parse_layout
+    from solar_io.dse.layouts import best_layouts, is_layout_sweep, run_layout_sweep
+    from solar_io.dse.sweep import SweepError
+
+    path = tmp_path / "stack.yaml"
+    dump(stack(4), path)
+    varies = ["tp=1,2,4", "pp=1,2"]
+    assert is_layout_sweep(varies) and not is_layout_sweep(["dram_bw=1x,2x"])
+    with pytest.raises(SweepError, match="cannot be mixed"):
+        is_layout_sweep(["tp=2", "dram_bw=2x"])
+    res = run_layout_sweep(path, ["b200"], varies, progress=False)
+    assert not res.failures and len(res.rows) == 3 * 2 * 2  # points x fidelities
+    for row in res.rows:  # each row is the direct bound of that layout
+        ref = parallel_bound(stack(4), "b200", parse_layout(f"tp={row['tp']},pp={row['pp']}"))
+        assert row["sol_s"] == pytest.approx(ref.overlapped[row["fidelity"]], rel=1e-12)
+    fastest = min((r for r in res.rows if r["fidelity"] == "fused"), key=lambda r: r["sol_s"])
+    line = next(x for x in best_layouts(res) if "(fused)" in x)
+    assert f"tp={fastest['tp']},pp={fastest['pp']} on {fastest['chips']} chips" in line

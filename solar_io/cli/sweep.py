@@ -62,7 +62,16 @@ def _model_sweep(source: Path, o: SweepOptions) -> SweepResult:
 
 
 def _graph_whatif(source: Path, o: SweepOptions) -> SweepResult:
+    from ..dse.layouts import is_layout_sweep, run_layout_sweep
     from ..dse.whatif import run_whatif
+
+    if is_layout_sweep(o.varies):  # --vary tp=1,2,4 --vary pp=1,2: parallel layouts of the graph
+        if o.sets or o.cache_aware:
+            raise SweepError(f"{source}: a layout sweep (--vary tp/pp/dp/ep/microbatches) takes neither --set nor "
+                             "--cache-aware")
+        jobs = o.jobs if o.jobs is not None else (1 if o.executor == "local" else None)
+        return run_layout_sweep(source, o.chips, o.varies, jobs=jobs, executor=o.executor, address=o.address,
+                                timeout_s=o.timeout, strict_fp32=o.strict_fp32, strict_dequant=o.strict_dequant)
 
     if o.sets:
         raise SweepError(f"{source}: --set re-captures a model file; a graph's hardware is varied with --vary "
@@ -99,6 +108,10 @@ def write_report(kind: str, result: SweepResult, outdir: Path, plot: bool) -> No
     typer.echo(f"{kind} sweep of {result.source}: {points} point(s) x {len(result.chips)} chip(s), "
                f"{len(result.rows)} rows, {len(result.failures)} failed point(s)")
     typer.echo("wrote " + ", ".join(str(p) for p in written))
+    from ..dse.layouts import best_layouts
+
+    for line in best_layouts(result):
+        typer.echo(line)
     typer.echo(f"regime shifts (memory <-> compute): {len(shifts)}")
     for s in shifts[:MAX_SHIFT_LINES]:
         typer.echo(f"  {s}")
@@ -126,7 +139,9 @@ def sweep_command(
     varies: list[str] = typer.Option([], "--vary", help="Graph what-if NAME=VALUES, repeatable; NAME: dram_bw, peak "
                                      "(all compute peaks), matrix_peak, vector_peak, special_peak; VALUES: "
                                      "multipliers A..B[:N] (N log-spaced points, default 8), or a list 0.5x,1x,2x "
-                                     "or progression 0.5x,1x,...,8x."),
+                                     "or progression 0.5x,1x,...,8x. Or parallel layouts of the graph: tp, pp, dp, "
+                                     "ep, microbatches with whole numbers (--vary tp=1,2,4,8 --vary pp=1,2,4): the "
+                                     "best layout per fidelity is printed."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Folder for sweep.csv, sweep.yaml and the plots "
                                        "(default: sweep-<source stem>)."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Workers: local processes (default 1, "
