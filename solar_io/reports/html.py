@@ -279,6 +279,13 @@ def sol_report_html(doc: dict, graph_picture: str | None = None) -> str:
     return page(f"solar-io: {name}", f"{doc['graph']['nodes']} nodes on {chips}", sections)
 
 
+def report_html(*reports: Any, graph_picture: str | None = None) -> str:
+    """The page of one or more :class:`solar_io.Report` objects (every node), as ``bound --format html``."""
+    from ..backends.roofline.report import document
+
+    return sol_report_html(document(list(reports)), graph_picture)
+
+
 CORPUS_COLUMNS = (("model", "model", ""), ("folder", "folder", ""), ("status", "status", ""), ("nodes", "nodes", "n"),
                   ("flops", "FLOPs", "n"), ("bytes_unfused", "bytes", "B"), ("sol_unfused_s", "SOL unfused", "s"),
                   ("sol_fused_s", "SOL fused", "s"), ("sol_cache_aware_s", "SOL cache-aware", "s"),
@@ -317,4 +324,5 @@ def corpus_report_html(rows: Sequence[dict], hw_name: str, notes: Sequence[str],
     return page("solar-io headroom report", f"{len(rows)} models on {hw_name}", sections)
 
 
-__all__ = ["COLOURS", "Column", "Point", "corpus_report_html", "page", "roofline_svg", "sol_report_html", "table"]
+__all__ = ["COLOURS", "Column", "Point", "corpus_report_html", "page", "report_html", "roofline_svg", "sol_report_html",
+           "table"]
