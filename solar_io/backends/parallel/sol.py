@@ -59,6 +59,7 @@ class StageResult:
     work: dict[str, ChipTime]  # per fidelity
     collectives: tuple[Priced, ...]
     weight_bytes: float
+    notes: tuple[str, ...] = ()  # the single-chip bound's notes (precision policy, clock, residency)
 
     @property
     def comm(self) -> float:
@@ -101,11 +102,19 @@ def _bytes(g: Graph, t: str) -> float:
     return tensor_bytes(g, g.tensor_map[t])
 
 
-def _compose(graphs: list[Graph], whole: Graph, hw: HardwareSpec, bound_options: dict) -> dict[str, ChipTime]:
-    """The parts' single-chip bounds joined as one chip's work (module docstring)."""
+def _compose(graphs: list[Graph], whole: Graph, hw: HardwareSpec, bound_options: dict,
+             notes: list[str] | None = None) -> dict[str, ChipTime]:
+    """The parts' single-chip bounds joined as one chip's work (module docstring); their notes are
+    appended to ``notes``."""
     import solar_io
 
     reports = [solar_io.bound(sg, hw, **bound_options) for sg in graphs]
+    if notes is not None:
+        for r in reports:
+            policy = getattr(getattr(r, "precision", None), "policy", None)
+            for line in ([f"precision policy: {policy}"] if policy else []) + list(r.notes):
+                if line not in notes:
+                    notes.append(line)
     u = [r.unfused for r in reports]
     unfused = ChipTime(math.fsum(f.compute_time or 0.0 for f in u), math.fsum(f.memory_time or 0.0 for f in u),
                        math.fsum(f.time or 0.0 for f in u))
@@ -199,8 +208,13 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
     links. ``bound_options`` go to ``solar_io.bound`` (e.g. ``strict_fp32=True``)."""
     import solar_io
     from solar_io.hardware import load_spec
+    from solar_io.hardware.catalog import split_clock
 
     layout = layout or Layout()
+    if isinstance(hw, str):  # NAME@CLOCK: every chip at that core clock (solar_io.bound's clock option)
+        hw, clock = split_clock(hw)
+        if clock is not None:
+            bound_options = {**bound_options, "clock": clock}
     if system is not None:
         sysm = system if isinstance(system, System) else load_system(system)
         if hw is not None:
@@ -224,10 +238,12 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         parts = p.segments(s)
         graphs = [stage_graph(p, s, f"{graph.name or 'graph'}.stage{s}.{label}", nodes, f)
                   for label, nodes, f in parts]
-        work = _compose(graphs, p.graph, chip, bound_options)
+        notes: list[str] = []
+        work = _compose(graphs, p.graph, chip, bound_options, notes)
         priced = tuple(price(c, sysm, _groups(layout, c.dim, s)) for c in _collectives(p, s, parts, graphs))
         wbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs for t in sg.tensors if t.role == "weight")
-        stages.append(StageResult(s, len(p.stages[s]), tuple(x[0] for x in parts), work, priced, wbytes))
+        stages.append(StageResult(s, len(p.stages[s]), tuple(x[0] for x in parts), work, priced, wbytes,
+                                  tuple(notes)))
     m = microbatches
     overlapped, serial = {}, {}
     for f in FIDELITIES:
@@ -281,7 +297,11 @@ def _assumptions(p: Plan, s: System, stages: list[StageResult]) -> tuple[str, ..
     lines.append(f"pipeline: {len(stages)} stage(s), {p.microbatches} microbatch(es), bubble (stages-1)/microbatches "
                  f"= {(len(stages) - 1) / p.microbatches:.4g}; stages cut at layer boundaries, balanced by one chip's "
                  "unfused node times")
-    return (*lines, *p.notes)
+    if p.layout.dp > 1 and not p.training:
+        lines.append(f"dp={p.layout.dp}: replicas of an inference graph exchange nothing; the step time is one "
+                     f"replica's and throughput is {p.layout.dp} x")
+    chip_notes = dict.fromkeys(n for st in stages for n in st.notes)
+    return (*lines, *p.notes, *(f"single-chip bound: {n}" for n in chip_notes))
 
 
 __all__ = ["FIDELITIES", "ChipTime", "ParallelReport", "StageResult", "parallel_bound"]
