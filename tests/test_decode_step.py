@@ -131,3 +131,37 @@ def test_cli_decode_writes_the_step(model_file: Path, tmp_path: Path) -> None:
     assert (step["batch"], step["seq"], step["kv_len"], step["cache"]) == (3, 1, 9, "static")
     r = CliRunner().invoke(app, ["capture", str(model_file), "--phase", "decode", "--no-validate"])
     assert r.exit_code != 0 and isinstance(r.exception, InputSpecError) and "--kv-len" in str(r.exception)
+
+
+HF_MODEL = f"""\
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+def Model():
+    cfg = LlamaConfig(vocab_size={V}, hidden_size={D}, intermediate_size={F}, num_hidden_layers={LAYERS},
+                      num_attention_heads={H}, num_key_value_heads={KV}, max_position_embeddings=4096)
+    cfg._attn_implementation = "sdpa"
+    return LlamaForCausalLM(cfg)
+
+def get_inputs():
+    return [torch.randint(0, {V}, (1, 8))]
+"""
+
+
+def test_hugging_face_llama_decode_and_prefill(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    p = tmp_path / "hf_llama.py"
+    p.write_text(HF_MODEL)
+    dec = capture_file(p, step=Step("decode", batch=B, kv_len=20), validate=False)
+    m = graph_metrics(dec)
+    assert m.macs == B * _macs_per_token(20) and not m.opaque  # the same arithmetic as the plain decoder
+    shapes = {t.name: dec.shape(t.name) for t in dec.tensors if t.role == "input"}
+    assert shapes["k_cache_1"] == (B, KV, 20, HD)
+    # DynamicCache: each layer returns cat(past, new), 21 positions
+    assert sorted(dec.shape(t.name) for t in dec.tensors if t.role == "output")[0] == (B, 1, V)
+    assert sum(dec.shape(t.name) == (B, KV, 21, HD) for t in dec.tensors if t.role == "output") == 2 * LAYERS
+    pre = capture_file(p, step=Step("prefill", batch=1, seq=8), validate=False)
+    qk = [n for n in pre.nodes if n.name.endswith(".scores")]
+    assert len(qk) == LAYERS and all(dict(n.attrs)["causal"] for n in qk)  # SDPA's is_causal: the triangle
+    with pytest.raises(CaptureError, match="dynamic"):
+        capture_file(p, step=Step("decode", kv_len=4, cache="paged"), validate=False)

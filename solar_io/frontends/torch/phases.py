@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -177,9 +179,35 @@ class HFStep(nn.Module):
             layer.keys, layer.values = kv[2 * i], kv[2 * i + 1]
         s, past = ids.shape[1], self.step.kv_len
         pos = (torch.arange(s, device=ids.device) + past).unsqueeze(0).expand(ids.shape[0], s)
-        out = self.lm(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True)
+        with _fixed_shape_masks():
+            out = self.lm(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True)
         grown = [t for layer in cache.layers[: len(kv) // 2] for t in (layer.keys, layer.values)]
         return (out.logits, *grown)
+
+
+@contextmanager
+def _fixed_shape_masks() -> Iterator[None]:
+    """Let transformers' mask code skip the explicit causal mask as it does when not exporting.
+
+    Under ``torch.export`` transformers always materialises the mask, because an exported graph
+    would hard-code SDPA's ``is_causal`` for the example's shape (pytorch#108108). A solar-io graph
+    is captured for one fixed shape, so the eager choice is exact here: a prefill without padding
+    gets ``is_causal=True`` (the causal triangle), a one-token decode no mask (the full row).
+    """
+    try:
+        import transformers.masking_utils as mu
+    except ImportError:
+        yield
+        return
+    saved = getattr(mu, "is_torchdynamo_exporting", None)
+    if saved is None:
+        yield
+        return
+    mu.is_torchdynamo_exporting = lambda: False
+    try:
+        yield
+    finally:
+        mu.is_torchdynamo_exporting = saved
 
 
 class PlainStep(nn.Module):
