@@ -88,3 +88,27 @@ def train_linear(b: int = 8, d: int = 4096, h: int = 4096) -> solar_io.Graph:
             "- {name: update, kind: einsum, op: sub, phase: optimizer, space: [D, H], inputs: ['w[D, H]', "
             "'step[D, H]'], output: 'w_new[D, H]', map: sub, reduce: none}"]
     return solar_io.loads("\n".join(text + TAIL) + "\n")
+
+
+def moe_dense(t: int = 16, d: int = 32, x: int = 4, f: int = 64) -> solar_io.Graph:
+    """Every expert on every token (``tests/models/moe_topk.py``'s form): ``h[T, X, F] = x[T, D] w1[X, D, F]``,
+    ``y[T, X, D] = gelu(h) w2[X, F, D]``, ``out[T, D] = sum_X gate[T, X] y[T, X, D]`` (bf16)."""
+    text = [*HEADER("moe_dense"), "ranks:", f"  T: {t}", f"  D: {d}", f"  X: {x}", f"  F: {f}", "tensors:",
+            "- {name: x, ranks: [T, D], dtype: bf16, role: input}",
+            "- {name: gate, ranks: [T, X], dtype: bf16, role: input}",
+            "- {name: w1, ranks: [X, D, F], dtype: bf16, role: weight}",
+            "- {name: w2, ranks: [X, F, D], dtype: bf16, role: weight}",
+            "- {name: h, ranks: [T, X, F], dtype: bf16, role: intermediate}",
+            "- {name: a, ranks: [T, X, F], dtype: bf16, role: intermediate}",
+            "- {name: y, ranks: [T, X, D], dtype: bf16, role: intermediate}",
+            "- {name: out, ranks: [T, D], dtype: bf16, role: output}",
+            "nodes:",
+            "- {name: e1, kind: einsum, op: einsum, space: [T, X, F, D], inputs: ['x[T, D]', 'w1[X, D, F]'], "
+            "output: 'h[T, X, F]', map: mul, reduce: add}",
+            "- {name: act, kind: einsum, op: gelu, space: [T, X, F], inputs: ['h[T, X, F]'], output: 'a[T, X, F]', "
+            "map: gelu, reduce: none}",
+            "- {name: e2, kind: einsum, op: einsum, space: [T, X, D, F], inputs: ['a[T, X, F]', 'w2[X, F, D]'], "
+            "output: 'y[T, X, D]', map: mul, reduce: add}",
+            "- {name: combine, kind: einsum, op: einsum, space: [T, D, X], inputs: ['gate[T, X]', 'y[T, X, D]'], "
+            "output: 'out[T, D]', map: mul, reduce: add}"]
+    return solar_io.loads("\n".join(text + TAIL) + "\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from parallel_graphs import moe, stack, train_linear
+from parallel_graphs import moe, moe_dense, stack, train_linear
 
 import solar_io
 from solar_io import graph_metrics
@@ -37,6 +37,18 @@ def test_ep4_of_four_experts_two_all_to_alls():
     assert graph_metrics(experts).macs == 2 * 4 * 8 * 64 * 32
     assert st.weight_bytes == 2 * (32 * 64 * 2)  # w1 and w2 of one expert
     assert r.layout.dp == 4 and any("dp: not given" in a for a in r.assumptions)
+
+
+def test_ep4_of_dense_experts_gathers_the_tokens_and_returns_them_all_to_all():
+    r = parallel_bound(moe_dense(), "h100-sxm", parse_layout("ep=4"))  # T=16, D=32, X=4, F=64
+    (st,) = r.stages
+    got = [(c.collective.kind, c.collective.tensor, c.collective.nbytes) for c in st.collectives]
+    # each chip needs the 4 replicas' tokens for its expert (all-gather of 4 x [T, D]); the outputs of every
+    # expert for this replica's tokens come back (all-to-all of [T, X, D])
+    assert got == [("all-gather", "x", 4 * 16 * 32 * 2), ("all-to-all", "y", 16 * 4 * 32 * 2)]
+    for c in st.collectives:
+        assert c.seconds == pytest.approx(3 / 4 * c.collective.nbytes / NVLINK, rel=1e-12)
+    assert r.plan.ep_nodes == frozenset({"e1", "act", "e2"}) and st.weight_bytes == 2 * 32 * 64 * 2
 
 
 def _parts(r):

@@ -176,7 +176,9 @@ def _ep(g: Graph, layout: Layout, lins: list[Linear]) -> tuple[str | None, str |
     if g.rank_sizes[x_rank] % layout.ep:
         raise ParallelError(f"--parallel ep={layout.ep}: the expert rank {x_rank} has {g.rank_sizes[x_rank]} experts, "
                             "not divisible")
-    ex = [x for x in experts if x_rank in x.expert]
+    # every linear whose weight holds the expert rank runs per expert (a dense first layer x[T, D] w1[X, D, F]
+    # has it as an output rank only)
+    ex = [x for x in lins if x_rank in (*x.expert, *x.column, *x.contracted)]
     tokens = ex[0].tokens[0] if ex[0].tokens else None
     # the expert part: nodes between expert linears (reached from one and reaching one), all over x_rank
     index = {n.name: i for i, n in enumerate(g.nodes)}

@@ -155,6 +155,12 @@ def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dic
             continue
         for t in dict.fromkeys(a.tensor for a in n.inputs):
             src = made_by.get(t)
+            if part_of.get(n.name) == "expert-parallel" and (src is None or part_of.get(src) != "expert-parallel"):
+                ranks = g.tensor_map[t].ranks
+                if (g.tensor_map[t].role not in ("weight", "constant") and p.ep_rank not in ranks
+                        and p.ep_tokens in ranks and not any(c.tensor == t for c in out)):
+                    out.append(Collective("all-gather", "ep", t, lay.ep * _bytes(g, t),
+                                          f"{n.name} runs its experts on the tokens of all {lay.ep} EP ranks"))
             if src is None or src not in here:
                 continue
             a, b = part_of.get(src), part_of.get(n.name)
