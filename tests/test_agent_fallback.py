@@ -25,6 +25,17 @@ REPLIES = HERE / "custom_op_torch_mismatch_then_fix.json"
 
 
 @pytest.fixture(autouse=True)
+def _unjailed_where_no_jail(monkeypatch):
+    """Where the jail is absent (tests/test_agent_jail.py then skips, saying why), these tests of
+    the translation loop run the programs unjailed, as --unsafe-exec would."""
+    from solar_io.frontends.agent import fallback, jail, sandbox, translate
+
+    if not jail.status().ok:
+        for mod in (sandbox, translate, fallback):
+            monkeypatch.setattr(mod, "require_jail", lambda unsafe=False: jail.status())
+
+
+@pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("SOLAR_IO_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

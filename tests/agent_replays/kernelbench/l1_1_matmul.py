@@ -1,0 +1,26 @@
+"""KernelBench-convention problem (level 1): square matrix multiplication. Written for
+solar-io's agent tests."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B)
+
+
+N = 16
+
+
+def get_inputs():
+    A = torch.randn(N, N)
+    B = torch.randn(N, N)
+    return [A, B]
+
+
+def get_init_inputs():
+    return []
