@@ -118,7 +118,7 @@ class _Decoder:
         if any(r is None for r in out):
             return None
         if len(set(out)) != len(out):
-            self.err(path, f"rank listed twice in {v}")
+            self.err(path, f"rank listed twice in {_echo(v)}")
             return None
         return tuple(out)  # type: ignore[arg-type]
 
@@ -158,6 +158,8 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
         raise GraphError([Issue(("version",), str(e))], file) from None
     dec = _Decoder(version)
     _numbers(dec, doc, ())
+    if dec.issues:  # the field decoders below convert numbers, which these would break
+        raise GraphError(dec.issues, file)
     top = dec.mapping(doc, (), TOP_KEYS, "the document") or {}
     name = dec.get(top, "name", (), (str,), False, "the document")
     producer = _producer(dec, top.get("producer"))
@@ -250,27 +252,38 @@ MAX_RANK_SIZE = 2**62
 MAX_INDEX_SPACE = 2**63
 
 
-#: Fields whose value may be infinite: a fill or constant of -inf (max-pool padding, attention masks),
-#: a measured validation error that overflowed, and a source op's attribute (clamp(min=-inf)).
-#: NaN is refused everywhere.
-INFINITE_OK = frozenset({"fill", "value", "max_abs_error", "max_rel_error"})
+#: Data values, which may be any float (NaN from uninitialised memory, -inf for max-pool padding or
+#: masks) or any integer a float can hold: a node's fill, a constant's value, a source op's attrs.
+DATA_FIELDS = frozenset({"fill", "value"})
+#: Fields that may be infinite besides data: a tolerance (inf: none) and a measured error that overflowed.
+INFINITE_OK = frozenset({"rtol", "atol", "max_abs_error", "max_rel_error"})
 
 
 def _numbers(dec: _Decoder, v: Any, path: tuple) -> None:
-    """Refuse NaN, infinities outside INFINITE_OK and integers of 2**63 or more in magnitude anywhere
-    in the document (rank sizes are checked by _ranks), each naming its field."""
+    """Refuse numbers no field can hold, anywhere in the document, each naming its field: integers
+    of 2**63 or more in magnitude (int64) outside data values, integers no float can hold in data
+    values (2**1100), NaN and infinities outside data values and INFINITE_OK (rank sizes: _ranks)."""
     if isinstance(v, dict):
         for k, x in v.items():
             if not (path == () and k == "ranks"):
                 _numbers(dec, x, path + (str(k),))
-    elif isinstance(v, list):
+        return
+    if isinstance(v, list):
         for i, x in enumerate(v):
             _numbers(dec, x, path + (i,))
-    elif isinstance(v, float) and not math.isfinite(v):
-        if math.isnan(v) or not (path and (path[-1] in INFINITE_OK or path[-2:-1] == ("attrs",))):
+        return
+    data = bool(path) and (path[-1] in DATA_FIELDS or path[-2:-1] == ("attrs",))
+    if isinstance(v, float) and not math.isfinite(v) and not data:
+        if math.isnan(v) or path[-1] not in INFINITE_OK:
             dec.err(path, f"must be a finite number, got {v}")
-    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= MAX_INDEX_SPACE:
-        dec.err(path, f"integer of {v.bit_length()} bits is outside the int64 range (|x| < 2**63)")
+    elif isinstance(v, int) and not isinstance(v, bool):
+        if data and abs(v) >= _FLOAT_LIMIT:
+            dec.err(path, f"integer of {v.bit_length()} bits is too large for a float")
+        elif not data and abs(v) >= MAX_INDEX_SPACE:
+            dec.err(path, f"integer of {v.bit_length()} bits is outside the int64 range (|x| < 2**63)")
+
+
+_FLOAT_LIMIT = 2**1024 - 2**970  # integers from here on round to infinity as floats
 
 
 def _echo(v: Any, limit: int = 200) -> str:
