@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...dtypes import FRAMEWORK_TO_FILE
+from ...format.yamltext import YamlError, max_bytes, read_limited
 from ..common.errors import CaptureError
 from .axes import AXIS_KINDS, Axis, ExprError, evaluate, names_in
 
@@ -78,7 +79,9 @@ def read_definition(path: Path) -> Definition:
     path = Path(path)
     file = str(path)
     try:
-        data = path.read_bytes()
+        data = read_limited(path, max_bytes())  # at most the limit + 1 bytes (a definition.json of /dev/zero)
+    except YamlError as e:
+        raise _fail(file, "", str(e)) from None
     except OSError as e:
         raise _fail(file, "", f"cannot read: {e.strerror or e}") from None
     try:

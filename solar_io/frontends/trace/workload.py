@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...format.yamltext import YamlError, max_bytes, read_limited
 from ..common.errors import CaptureError
 from .axes import check_constraints, resolve
 from .definition import Definition
@@ -67,7 +68,9 @@ def read_workloads(path: Path, defn: Definition) -> list[Workload | BadLine]:
     """Every non-blank line of ``path`` as a Workload, or a BadLine saying what is wrong with it."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path, max_bytes()).decode("utf-8")  # at most the limit + 1 bytes
+    except YamlError as e:
+        raise CaptureError(f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CaptureError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     out: list[Workload | BadLine] = []
