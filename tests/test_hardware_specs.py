@@ -11,7 +11,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from solar_io.hardware import (
-    DTYPES,
+    PEAK_DTYPES,
     HardwareSpecError,
     UnknownHardwareError,
     dump_spec_yaml,
@@ -181,7 +181,7 @@ def test_ridge_point_is_sane(name):
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_only_known_dtypes(name):
     for peaks in SPECS[name].units.values():
-        assert set(peaks) <= set(DTYPES)
+        assert set(peaks) <= set(PEAK_DTYPES)
 
 
 # --- hand-checked values -----------------------------------------------------------------------
