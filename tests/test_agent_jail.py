@@ -270,3 +270,31 @@ def test_cli_without_jail_is_one_line_naming_unsafe_exec(monkeypatch, capsys, tm
     main(["capture", str(here / "layernorm_np.py"), "--frontend", "agent", "--unsafe-exec", "-o",
           str(tmp_path / "g.yaml")])
     assert "unjailed child process (--unsafe-exec" in (tmp_path / "g.yaml").read_text()
+
+
+@needs_jail
+def test_lifting_runs_the_module_body_in_the_jail_too(tmp_path):
+    """The lifter imports the program (its module body is model-written code): that happens in
+    the jail as well, so a body that writes outside gets nowhere and the graph still comes back."""
+    import json
+
+    from solar_io.frontends.agent.translate import extract_code, lift_code
+
+    here = Path(__file__).parent / "agent_replays"
+    good = extract_code(json.loads((here / "layernorm_np_first_try.json").read_text())["replies"][0]["text"])
+    marker = tmp_path / "lifted_marker"
+    evil = LIBC + f"libc.open({str(marker).encode()!r}, os.O_WRONLY | os.O_CREAT, 0o644)\n" + good
+    g = lift_code(evil, here / "layernorm_np.py")
+    assert g.name == "layernorm_np" and any(n.reduce == "add" for n in g.nodes)
+    assert not marker.exists()
+
+
+def test_status_names_the_missing_tool(monkeypatch):
+    monkeypatch.setattr(jail.shutil, "which", lambda name: None)
+    jail.status.cache_clear()
+    try:
+        st = jail.status()
+        assert not st.ok and "bwrap (bubblewrap) is not installed" in st.reason and "apt-get install" in st.reason
+    finally:
+        monkeypatch.undo()
+        jail.status.cache_clear()
