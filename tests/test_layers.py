@@ -14,6 +14,7 @@ the module ``pkg.name`` when there is one, else on the package ``pkg``.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,10 @@ def imports_of(name: str) -> set[str]:
     return out
 
 
-GRAPH = {m: {d for d in imports_of(m) if d in MODULES and d != m} for m in MODULES}
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    """{module: the package modules it imports}; read on first use, not when tests are collected."""
+    return {m: {d for d in imports_of(m) if d in MODULES and d != m} for m in MODULES}
 
 
 def folder(name: str) -> str:
@@ -98,7 +102,7 @@ def _cycles() -> list[list[str]]:
     counter = [0]
 
     def visit(v: str) -> None:
-        work = [(v, iter(sorted(GRAPH[v])))]
+        work = [(v, iter(sorted(import_graph()[v])))]
         index[v] = low[v] = counter[0]
         counter[0] += 1
         stack.append(v)
@@ -111,7 +115,7 @@ def _cycles() -> list[list[str]]:
                     counter[0] += 1
                     stack.append(w)
                     on.add(w)
-                    work.append((w, iter(sorted(GRAPH[w]))))
+                    work.append((w, iter(sorted(import_graph()[w]))))
                     break
                 if w in on:
                     low[node] = min(low[node], index[w])
@@ -130,7 +134,7 @@ def _cycles() -> list[list[str]]:
                     if len(comp) > 1:
                         out.append(sorted(comp))
 
-    for v in sorted(GRAPH):
+    for v in sorted(import_graph()):
         if v not in index:
             visit(v)
     return out
@@ -139,9 +143,9 @@ def _cycles() -> list[list[str]]:
 def test_the_import_reader_sees_relative_lazy_and_type_checking_imports() -> None:
     # A known module: the pipeline imports the traffic model (relative), tiling lazily inside a
     # function, and result.py imports the precision record for annotations only.
-    assert "solar_io.backends.traffic.graph" in GRAPH["solar_io.backends.bound"]
-    assert "solar_io.backends.tiling.sol" in GRAPH["solar_io.backends.bound"]
-    assert "solar_io.backends.roofline.precision" not in GRAPH["solar_io.backends.result"]
+    assert "solar_io.backends.traffic.graph" in import_graph()["solar_io.backends.bound"]
+    assert "solar_io.backends.tiling.sol" in import_graph()["solar_io.backends.bound"]
+    assert "solar_io.backends.roofline.precision" not in import_graph()["solar_io.backends.result"]
     assert len(MODULES) > 50
 
 
