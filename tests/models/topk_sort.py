@@ -1,4 +1,4 @@
-"""Ops with no einsum form: topk and sort (captured as opaque nodes)."""
+"""Selections: topk and sort (rules/select.py: the choice specialised, the floor charged)."""
 import torch
 import torch.nn as nn
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_flatten
 
 from ... import __version__
 from ...graph import Graph, Producer, Validation
@@ -29,7 +30,9 @@ from ..common.validation import skipped
 from .loader import Source, load_source
 from .lower import Lowered, lower
 from .registry import buffer_update_rule, find_rule
+from .routing import Routing, parse_routing
 from .rulebook import load_rules
+from .specialise import Plan, assumptions, needs_values, replaying, specialise
 
 DEFAULT_BUDGET = 2 << 30
 
@@ -43,29 +46,66 @@ class Capture:
     lowered: Lowered
     graph: Graph
     outputs: list[str]
+    plan: Plan | None = None  # the value specialisation, when the export needed one
 
 
-def export(source: Source) -> Any:
-    """The ExportedProgram of a fresh meta-device instance of the model."""
-    model = source.model("meta")
-    args = source.inputs("meta")
+def export(source: Source, *, routing: Routing | None = None, budget: int = DEFAULT_BUDGET, seed: int = 0,
+           plan_out: list | None = None) -> Any:
+    """The ExportedProgram of a fresh meta-device instance of the model.
+
+    Where the program's shapes or branches depend on tensor values, the export is redone with those
+    values specialised (:mod:`.specialise`, under ``routing``); the plan is appended to ``plan_out``.
+    """
     try:
-        with warnings.catch_warnings(), _quiet_torch_logs():
-            warnings.simplefilter("ignore")
-            with torch.device("meta"):  # tensors the forward creates live on meta too
-                ep = torch.export.export(model, tuple(args), strict=False)
+        ep = _export(source.model("meta"), source.inputs("meta"))
+        if _unbacked(ep):
+            raise _Unbacked("the exported program has data-dependent (unbacked) sizes")
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        hint = ""
-        if "DataDependent" in type(e).__name__ or "data-dependent" in first:
-            hint = (" (the model branches on tensor values, e.g. `if not mask.any():` in a mixture-of-experts "
-                    "loop; the work then depends on the data: write the branch without a Python condition on a "
-                    "tensor, or give --entry a function that does)")
-        raise CaptureError(f"{source.name}: torch.export failed: {type(e).__name__}: {first[:300]}{hint}") from e
+        if not needs_values(e):
+            raise _export_error(source, e) from e
+        plan = specialise(source, routing or Routing(), budget=budget, seed=seed)
+        try:
+            ep = _export(replaying(source.model("meta"), plan), source.inputs("meta"))
+        except CaptureError:
+            raise
+        except Exception as e2:
+            raise _export_error(source, e2, specialised=True) from e2
+        if plan_out is not None:
+            plan_out.append(plan)
     load_rules()
     missing = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
                and find_rule(n.target) is None and buffer_update_rule(n) is None]
     return decompose(ep) if missing else ep
+
+
+class _Unbacked(Exception):
+    """An export that succeeded with data-dependent (unbacked) sizes, e.g. a ``nonzero``."""
+
+
+def _export(model: Any, args: list[Any]) -> Any:
+    with warnings.catch_warnings(), _quiet_torch_logs():
+        warnings.simplefilter("ignore")
+        with torch.device("meta"):  # tensors the forward creates live on meta too
+            return torch.export.export(model, tuple(args), strict=False)
+
+
+def _unbacked(ep: Any) -> bool:
+    for n in ep.graph.nodes:
+        for v in tree_flatten(n.meta.get("val"))[0]:
+            if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
+                return True
+    return False
+
+
+def _export_error(source: Source, e: BaseException, specialised: bool = False) -> CaptureError:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    hint = ""
+    if not specialised and ("DataDependent" in type(e).__name__ or "data-dependent" in first):
+        hint = (" (the model branches on tensor values, e.g. `if not mask.any():` in a mixture-of-experts "
+                "loop; the work then depends on the data: write the branch without a Python condition on a "
+                "tensor, or give --entry a function that does)")
+    what = "torch.export failed" if not specialised else "torch.export of the value-specialised model failed"
+    return CaptureError(f"{source.name}: {what}: {type(e).__name__}: {first[:300]}{hint}")
 
 
 @contextmanager
@@ -115,9 +155,17 @@ def decompose(ep: Any, also: frozenset = frozenset()) -> Any:
 
 
 def capture_source(source: Source, *, validate: bool = True, strict: bool = False, seed: int = 0,
-                   validate_budget: int = DEFAULT_BUDGET) -> Capture:
-    """Capture ``source`` into a Graph with its validation record."""
-    ep = export(source)
+                   validate_budget: int = DEFAULT_BUDGET, routing: Routing | str | None = None) -> Capture:
+    """Capture ``source`` into a Graph with its validation record.
+
+    ``routing`` (``observed``, ``uniform``, ``balanced``, ``skewed=ALPHA``; :mod:`.routing`) is the MoE
+    routing a value-specialised capture assumes; it changes nothing in a program without
+    data-dependent shapes.
+    """
+    routing = routing if isinstance(routing, Routing) else parse_routing(routing)
+    plans: list[Plan] = []
+    ep = export(source, routing=routing, budget=validate_budget, seed=seed, plan_out=plans)
+    plan = plans[0] if plans else None
     lowered = lower(ep, source.name)
     retry = frozenset(t for t in lowered.opaque_targets if t in torch.export.default_decompositions())
     if retry:  # a rule declined these ops (NoLowering): lower their decompositions instead
@@ -129,8 +177,10 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
     b = lowered.builder
     graph = b.build(lowered.outputs, name=Path(source.name).stem, producer=producer)
+    if plan is not None:
+        graph = replace(graph, assumptions=graph.assumptions + assumptions(plan))
     outputs = b.output_names
-    cap = Capture(source, ep, lowered, graph, outputs)
+    cap = Capture(source, ep, lowered, graph, outputs, plan)
     if not validate:
         record = skipped("not requested (--no-validate): the model was not run eagerly, so it is not known to run")
     else:
@@ -148,15 +198,22 @@ def _with_validation(g: Graph, v: Validation) -> Graph:
 def capture_file(path: Path, *, validate: bool = True, strict: bool = False, entry: str | None = None,
                  inputs: list[str] | None = None, dtype: str | None = None, seed: int = 0,
                  validate_budget: int = DEFAULT_BUDGET, eval_mode: bool = False, inputs_from: str | None = None,
-                 **_: Any) -> Graph:
+                 step: Any = None, routing: str | None = None, **_: Any) -> Graph:
     """Capture the model in ``path`` (benchmark convention, or ``entry``; ``inputs_from`` names the
     callable giving the inputs instead of ``get_inputs``) into a validated Graph.
 
     ``eval_mode`` puts the model in eval mode (batch norm uses running statistics); by default
-    it runs as the benchmark convention does. Runs the user's code. Raises CaptureError (one
-    line) for anything the user can fix.
+    it runs as the benchmark convention does. ``step`` (a :class:`.phases.Step`) captures one prefill
+    or decode step over a KV cache instead of ``get_inputs()``. ``routing`` is the MoE routing model of
+    a value-specialised capture (:mod:`.routing`; default ``uniform``). Runs the user's code. Raises
+    CaptureError (one line) for anything the user can fix.
     """
     source = load_source(Path(path), entry=entry, inputs=inputs, dtype=dtype, eval_mode=eval_mode,
                          inputs_from=inputs_from)
-    return capture_source(source, validate=validate, strict=strict, seed=seed,
-                          validate_budget=validate_budget).graph
+    if step is not None:
+        from .phases import record_step, step_source
+
+        source = step_source(source, step)
+    g = capture_source(source, validate=validate, strict=strict, seed=seed, validate_budget=validate_budget,
+                       routing=routing).graph
+    return record_step(g, step) if step is not None else g

@@ -23,6 +23,7 @@ from ...graph import Validation
 from ..common.errors import CaptureError
 from ..common.validation import compare, graph_bytes, skipped, tolerance
 from .cpu_kernels import KernelFallback, first_line, tolerant_opaque, unchecked_nodes
+from .specialise import forcing
 from .uninit import deterministic_memory, filled_graph, is_uninitialised
 
 if TYPE_CHECKING:
@@ -93,6 +94,56 @@ class RandomRecorder(torch.utils._python_dispatch.TorchDispatchMode):
         return out
 
 
+def _family(op: str) -> str:
+    """The eager op a graph's choice tensor is matched with (argsort runs as a sort)."""
+    name = op.split(".")[1] if op.startswith("aten.") else op
+    return "sort" if name in ("sort", "argsort") else name
+
+
+class SelectionRecorder(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records, in call order, what the selections and samplers of an eager run returned (topk, sort,
+    argsort, multinomial, bernoulli), so the graph's specialised choice tensors (``rules/select.py``)
+    get the values the program chose."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, list[tuple[Any, ...]]] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = func._schema.name.split("::")[-1]
+        if name in ("topk", "sort", "argsort", "multinomial", "bernoulli"):
+            res = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            if name == "argsort":
+                res = (None,) + res
+            self.values.setdefault(_family(f"aten.{name}"), []).append(tuple(
+                r.detach().clone() if isinstance(r, torch.Tensor) else r for r in res))
+        return out
+
+
+def _fill_selections(cap: Capture, recorded: SelectionRecorder) -> str | None:
+    """Give the graph's choice tensors the eager run's values, in call order; why not, or None."""
+    seen: dict[str, int] = {}
+    shapes = {t.name: cap.graph.shape(t.name) for t in cap.graph.tensors}
+    for name, op, result in cap.lowered.selections:
+        fam = _family(op)
+        i = seen.get(fam, 0)
+        seen[fam] = i + 1
+        calls = recorded.values.get(fam, [])
+        if name not in shapes:  # pruned: nothing reads it
+            continue
+        if i >= len(calls):
+            return f"the eager run made {len(calls)} {fam} call(s), the graph has more ({name})"
+        if result == -1:  # a bernoulli's uniform draws: 1 - result gives the same result under u < p
+            arr = 1.0 - to_numpy(calls[i][0]).astype(np.float32)
+        else:
+            arr = to_numpy(calls[i][result])
+        if arr.shape != shapes[name]:
+            return f"{fam} call {i} returned shape {arr.shape}, the graph's {name} has {shapes[name]}"
+        cap.lowered.const_data[name] = arr
+    return None
+
+
 def _replay_random(cap: Capture, recorded: list[torch.Tensor]) -> None:
     """Make the graph's random opaque nodes return the recorded eager values, in order."""
     queue = list(recorded)
@@ -133,11 +184,15 @@ def _validate_whole(cap: Capture, seed: int) -> Validation:
     model = cap.source.model("cpu")  # CaptureError when building it raises
     torch.manual_seed(seed + 1)
     inputs = cap.source.inputs("cpu")
+    for name, _, result in cap.lowered.selections:  # placeholders until the eager run chose them
+        if name in g.tensor_map:
+            cap.lowered.const_data.setdefault(name, np.zeros(g.shape(name), np.float32 if result == -1 else np.int64))
     before = _snapshot(cap, model, inputs)  # forward may replace state (self.hidden = ...) or write inputs
     recorder = RandomRecorder()
+    selections = SelectionRecorder()
     kernels = KernelFallback()
     try:
-        with torch.no_grad(), no_dropout(), recorder, kernels:
+        with torch.no_grad(), no_dropout(), forcing(cap.plan), recorder, selections, kernels:
             ref = _flat_tensors(model(*inputs))
     except Exception as e:
         if kernels.missing is not None:  # a limit of this device, not a failure of the program
@@ -153,6 +208,12 @@ def _validate_whole(cap: Capture, seed: int) -> Validation:
         if impl is not None and hasattr(impl, "keep"):
             impl.keep = [a.tensor for a in node.outputs]
     _replay_random(cap, recorder.values)
+    why = _fill_selections(cap, selections)
+    if why is not None:
+        return Validation("failed", "reference-executor", reference, seed,
+                          reason=f"the graph's selections do not match the eager run: {why}")
+    if before is not None:
+        before.update({n: cap.lowered.const_data[n] for n, _, _ in cap.lowered.selections if n in before})
     opaque_log = tolerant_opaque(cap.lowered.opaque_fns)
     arrays = before if before is not None else _sources(cap, model, inputs)
     if isinstance(arrays, str):
@@ -213,7 +274,7 @@ def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | N
         inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                   for x in cap.source.inputs("cpu")]
         arrays = _snapshot(cap, model, inputs)
-        with torch.no_grad(), no_dropout():
+        with torch.no_grad(), no_dropout(), forcing(cap.plan):
             ref = _flat_tensors(model(*inputs))
         if arrays is None or len(ref) != len(cap.outputs):
             return None

@@ -75,6 +75,8 @@ class LowerCtx:
     data_cache: dict[Any, T] = field(default_factory=dict)
     lowered_ops: set[str] = field(default_factory=set)
     opaque_targets: set[Any] = field(default_factory=set)
+    #: specialised choice tensors whose values validation takes from the eager run: (tensor, op, result)
+    selections: list[tuple[str, str, int]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ facts
     @property

@@ -31,9 +31,6 @@ _SELECTION = ("a data-dependent selection (a permutation or an order statistic) 
 
 #: Why ops with no rule on purpose are opaque (the node's ``reason``); others read "no lowering rule".
 OPAQUE_REASONS: dict[str, str] = {
-    "aten.sort": f"sort: {_SELECTION}",
-    "aten.argsort": f"argsort: {_SELECTION}",
-    "aten.topk": f"topk: {_SELECTION}",
     "aten.kthvalue": f"kthvalue: {_SELECTION}",
     "aten.median": f"median: {_SELECTION}",
     "aten.nanmedian": f"nanmedian: {_SELECTION}",

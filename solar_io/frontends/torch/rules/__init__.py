@@ -16,5 +16,6 @@ from . import (  # noqa: F401
     rnn,
     scan,
     scatter,
+    select,
     shape,
 )
