@@ -89,7 +89,7 @@ class Outcome:
         """How the program's process was isolated, in words."""
         iso = self.isolation or {}
         if iso.get("jail"):
-            return (f"a {iso['jail']} jail (uid {iso.get('uid')}, its own pid, mount and network namespaces, "
+            return (f"a bubblewrap jail (uid {iso.get('uid')}, its own pid, mount and network namespaces, "
                     "read-only system, seccomp, CPU/memory/file-size/process limits)")
         net = ("a network namespace of its own" if iso.get("network_namespace") else
                f"no network namespace ({iso.get('reason', 'not reported')})")
