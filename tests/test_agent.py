@@ -226,6 +226,7 @@ def test_sandbox_isolation_is_recorded():
     assert not r.ok and "no model" in r.error  # not an IR program; the isolation is reported anyway
     iso = r.isolation
     assert iso["jail"].startswith("bubblewrap") and iso["uid"] == jail.NOBODY and iso["seccomp"] == "jail"
+    assert int(iso["capabilities"], 16) == 0
     assert iso["network_namespace"] and iso["interfaces"] == ["lo"]
     assert iso["limits"]["processes"] > 0 and iso["limits"]["file_size"] > 0
 

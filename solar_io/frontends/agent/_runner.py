@@ -45,8 +45,13 @@ def limit(cpu_s: int, mem: int, fsize: int, nproc: int, jailed: bool) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if jailed:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    ISOLATION.update(uid=os.getuid(), limits={"cpu_s": cpu_s, "address_space": mem, "file_size": fsize,
-                                              "processes": nproc if jailed else None})
+    try:
+        with open("/proc/self/status") as f:
+            caps = f.read().split("CapEff:")[1].split()[0]
+    except (OSError, IndexError):
+        caps = "unknown"
+    limits = {"cpu_s": cpu_s, "address_space": mem, "file_size": fsize, "processes": nproc if jailed else None}
+    ISOLATION.update(uid=os.getuid(), capabilities=caps, limits=limits)
 
 
 def isolate() -> None:

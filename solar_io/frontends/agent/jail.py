@@ -160,7 +160,9 @@ def _ro_binds(package_dir: Path) -> list[str]:
 def command(bwrap: str, argv: list[str], *, seccomp_fd: int, tmp_size: int, package_dir: Path) -> list[str]:
     """The ``bwrap`` command line running ``argv`` in the jail (``seccomp_fd``: an open file of
     ``base_filter``'s BPF program, passed to the child)."""
-    user = [] if os.geteuid() == 0 else ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    # root: no user namespace; the runner needs only CAP_SETUID/CAP_SETGID to drop to nobody
+    user = (["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if os.geteuid() == 0 else
+            ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)])
     env: list[str] = ["--clearenv"]
     for k, v in environment().items():
         env += ["--setenv", k, v]
