@@ -134,6 +134,19 @@ def boundary_bytes(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
     has_views = any(n.kind == "data_movement" and n.view for n in g.nodes)
     if has_views and chains is None:
         chains = ViewChains(g)
+    source = boundary_reads(g, nodes, chains)
+    # Outputs as their node writes them: an output that is a view moves no bytes itself.
+    written = math.fsum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
+    exposed = math.fsum(chains.exposed().values()) if chains is not None else 0.0
+    return math.fsum(source.values()) + written + exposed
+
+
+def boundary_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | None = None) -> dict[str, float]:
+    """Input, weight and stored-constant root -> the bytes a fully fused kernel reads of it (the read
+    part of :func:`boundary_bytes`: the largest single read of the root, directly or through views)."""
+    tmap = g.tensor_map
+    if chains is None and any(n.kind == "data_movement" and n.view for n in g.nodes):
+        chains = ViewChains(g)
     source: dict[str, float] = {}
     for m in nodes:
         for t, b in m.bytes_read.items():
@@ -143,10 +156,7 @@ def boundary_bytes(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
             if r != t:
                 b = chains.root_bytes(t, b)  # type: ignore[union-attr]
             source[r] = max(source.get(r, 0.0), b)
-    # Outputs as their node writes them: an output that is a view moves no bytes itself.
-    written = math.fsum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
-    exposed = math.fsum(chains.exposed().values()) if chains is not None else 0.0
-    return math.fsum(source.values()) + written + exposed
+    return source
 
 
 def _lost(g: Graph, n: Node, tensor: str) -> float:

@@ -46,6 +46,7 @@ class SweepOptions:
     timeout: float | None
     strict_fp32: bool = False
     strict_dequant: bool = False
+    step: dict | None = None  # --phase and its fixed options: a serving-step sweep
 
 
 def _model_sweep(source: Path, o: SweepOptions) -> SweepResult:
@@ -58,7 +59,7 @@ def _model_sweep(source: Path, o: SweepOptions) -> SweepResult:
     jobs = o.jobs if o.jobs is not None else (1 if o.executor == "local" else None)
     return run_sweep(source, params, o.chips, cache_aware=o.cache_aware, validate=o.validate, frontend=o.frontend,
                      jobs=jobs, executor=o.executor, address=o.address, timeout_s=o.timeout,
-                     strict_fp32=o.strict_fp32, strict_dequant=o.strict_dequant)
+                     strict_fp32=o.strict_fp32, strict_dequant=o.strict_dequant, step=o.step)
 
 
 def _graph_whatif(source: Path, o: SweepOptions) -> SweepResult:
@@ -73,6 +74,8 @@ def _graph_whatif(source: Path, o: SweepOptions) -> SweepResult:
         return run_layout_sweep(source, o.chips, o.varies, jobs=jobs, executor=o.executor, address=o.address,
                                 timeout_s=o.timeout, strict_fp32=o.strict_fp32, strict_dequant=o.strict_dequant)
 
+    if o.step:
+        raise SweepError(f"{source}: --phase captures a model file at every point; a graph file is already one step")
     if o.sets:
         raise SweepError(f"{source}: --set re-captures a model file; a graph's hardware is varied with --vary "
                          "(e.g. --vary dram_bw=0.5x..4x:8)")
@@ -121,6 +124,12 @@ def write_report(kind: str, result: SweepResult, outdir: Path, plot: bool) -> No
     if opaque:
         typer.echo(f"{result.source}: warning: {len(opaque)} point(s) have opaque nodes whose compute is unknown "
                    "(counted as zero time: those bounds are looser; column 'opaque')", err=True)
+    if result.step:
+        from ..dse.decode import roofline_table
+
+        table = roofline_table(result.rows, list(result.params))
+        if table:
+            typer.echo(table)
     for point, error in result.failures:
         where = ", ".join(f"{k}={v}" for k, v in point.items())
         typer.echo(f"{result.source} [{where}]: failed: {error}", err=True)
@@ -161,6 +170,15 @@ def sweep_command(
                                      "faster of fp32 and tf32, as solar-io bound)."),
     strict_dequant: bool = typer.Option(False, "--strict-dequant", help="Dequantised operands priced as written "
                                         "(default: at their low-precision origin's peak, as solar-io bound)."),
+    phase: str | None = typer.Option(None, "--phase", help="Capture a serving step (prefill or decode over a KV "
+                                     "cache, as solar-io capture --phase) at every point; --set batch, seq, kv_len "
+                                     "and page_size are then the step's, and the decode roofline (bytes per token: "
+                                     "weights and cache) is printed."),
+    cache: str = typer.Option("dynamic", "--cache", help="--phase: KV cache kind: dynamic, static or paged."),
+    seq: int | None = typer.Option(None, "--seq", help="--phase: new tokens per sequence unless --set seq=..."),
+    page_size: int = typer.Option(16, "--page-size", help="--phase with --cache paged: positions per page."),
+    dtype: str | None = typer.Option(None, "--dtype", help="Cast the model and floating inputs at every point: bf16, "
+                                     "fp16, fp32."),
 ) -> None:
     """Sweep a model's parameters across chips (re-capturing it at every grid point), or a graph's hardware
     (what-ifs, no re-capture). Writes a tidy table (CSV and YAML) and plots of SOL against each parameter per
@@ -173,8 +191,13 @@ def sweep_command(
     chips = [h.strip() for h in hw.split(",") if h.strip()]
     if not chips:
         raise SweepError("--hw: give a chip name, alias or spec path")
+    step = None
+    if phase is not None:
+        step = {"phase": phase, "cache": cache, "page_size": page_size, **({"seq": seq} if seq is not None else {})}
+    if dtype is not None:
+        step = {**(step or {}), "dtype": dtype}
     options = SweepOptions(list(sets), list(varies), chips, cache_aware, validate, frontend, jobs, executor, address,
-                           timeout, strict_fp32, strict_dequant)
+                           timeout, strict_fp32, strict_dequant, step)
     kind, run = mode
     result = run(source, options)
     write_report(kind, result, output or Path(f"sweep-{source.stem}"), plot)

@@ -54,6 +54,8 @@ COLUMNS = ("chip", "fidelity", "sol_s", "binding", "regime", "macs", "flops", "b
 FIDELITIES = ("unfused", "fused", "cache-aware")
 SWEEP_FUNCTIONS = ("get_inputs", "get_init_inputs")
 REGIME = {"matrix": "compute", "vector": "compute", "special": "compute", "memory": "memory"}
+#: With ``--phase`` (a serving step over a KV cache), these ``--set`` names are the step's, not the file's.
+STEP_PARAMS = ("batch", "seq", "kv_len", "page_size")
 #: Frontend -> modules its first capture imports (seconds of start-up): the local pool imports them
 #: once in its fork server, so that every worker starts warm.
 WARM_MODULES: dict[str, tuple[str, ...]] = {
@@ -230,6 +232,7 @@ class PointTask:
     frontend: str | None = None
     strict_fp32: bool = False  # the precision policy's strict switches (solar-io bound --strict-fp32)
     strict_dequant: bool = False
+    step: tuple[tuple[str, Any], ...] = ()  # a serving step's fixed options (phase, cache, ...): see STEP_PARAMS
 
     def __str__(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.params) or "(defaults)"
@@ -258,13 +261,14 @@ def run_point(task: PointTask) -> list[dict]:
     from ..frontends.select import detect_frontend, frontend_module
 
     params = dict(task.params)
-    text = bind_source(task.text, task.name, params)
+    file_params, options = split_step_params(params, dict(task.step))
+    text = bind_source(task.text, task.name, file_params)
     with tempfile.TemporaryDirectory(prefix="solar-io-sweep-") as tmp:
         path = Path(tmp) / task.name
         path.write_text(text, encoding="utf-8")
         mod = frontend_module(task.frontend or detect_frontend(path))
         try:
-            g = mod.capture_file(path, validate=task.validate, strict=False)
+            g = mod.capture_file(path, validate=task.validate, strict=False, **options)
         except SolarIOError:
             raise
         except Exception as e:
@@ -276,7 +280,29 @@ def run_point(task: PointTask) -> list[dict]:
     reports = bound_many(g, list(task.chips), cache_aware=task.cache_aware, strict_fp32=task.strict_fp32,
                          strict_dequant=task.strict_dequant)
     opaque = sum(n.kind == "opaque" for n in g.nodes)
-    return report_rows(params, reports, opaque, g.validation.status)
+    rows = report_rows(params, reports, opaque, g.validation.status)
+    if "step" in options:
+        from .decode import step_row, step_traffic
+
+        traffic = step_traffic(g)
+        if traffic is not None:
+            for row in rows:
+                row.update(step_row(traffic, row["sol_s"]))
+    return rows
+
+
+def split_step_params(params: dict[str, Any], step: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the parameters bound into the model file, the capture options): with a serving ``step``
+    (``--phase``), the :data:`STEP_PARAMS` among ``params`` are the step's, not the file's."""
+    step = dict(step)
+    options = {"dtype": step.pop("dtype")} if "dtype" in step else {}
+    if "phase" not in step:
+        return params, options
+    from solar_io.frontends.torch.phases import Step
+
+    fixed = {**step, **{k: v for k, v in params.items() if k in STEP_PARAMS}}
+    options["step"] = Step(**fixed)
+    return {k: v for k, v in params.items() if k not in STEP_PARAMS}, options
 
 
 # ---------------------------------------------------------------------------- the sweep
@@ -291,18 +317,26 @@ class SweepResult:
     chips: list[str]
     rows: list[dict] = field(default_factory=list)
     failures: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    step: bool = False  # a serving-step sweep (--phase): rows carry the decode roofline's columns
 
     @property
     def columns(self) -> list[str]:
-        """Parameter columns, then :data:`COLUMNS`."""
-        return [*self.params, *COLUMNS]
+        """Parameter columns, then :data:`COLUMNS` (and :data:`.decode.STEP_COLUMNS` for a step sweep)."""
+        from .decode import STEP_COLUMNS
+
+        return [*self.params, *COLUMNS, *(STEP_COLUMNS if self.step else ())]
 
 
 def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *, cache_aware: bool = False,
               validate: bool = False, frontend: str | None = None, jobs: int | None = 1, executor: str = "local",
               address: str | None = None, timeout_s: float | None = None, progress: bool = True,
-              strict_fp32: bool = False, strict_dequant: bool = False) -> SweepResult:
+              strict_fp32: bool = False, strict_dequant: bool = False,
+              step: dict[str, Any] | None = None) -> SweepResult:
     """Sweep the model file at ``path`` over the grid of ``params`` on ``chips`` (see the module docstring).
+
+    ``step`` (``{"phase": "decode", "cache": "static", ...}``) captures a serving step at every point:
+    ``batch``, ``seq``, ``kv_len`` and ``page_size`` among ``params`` are then the step's
+    (:data:`STEP_PARAMS`) and the rows gain the decode roofline's columns (:mod:`.decode`).
 
     Rows come in grid order, then chip order, then fidelity order, whatever order the executor
     finishes the points in. Raises :class:`SweepError` for a parameter the file does not declare.
@@ -316,12 +350,14 @@ def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *,
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise SweepError(f"{path}: cannot read: {e.strerror or e}") from None
-    bind_source(text, path.name, {k: v[0] for k, v in params.items()})  # unknown names fail here, once
+    step = dict(step or {})
+    first, _ = split_step_params({k: v[0] for k, v in params.items()}, step)  # a bad step fails here, once
+    bind_source(text, path.name, first)  # unknown names fail here, once
     specs = [resolve_hardware(c) for c in chips]  # unknown chips fail here, once
     points = grid(params)
     tasks = [PointTask(path.name, text, tuple(p.items()), tuple(chips), cache_aware, validate, frontend,
-                       strict_fp32, strict_dequant) for p in points]
-    out = SweepResult(path.name, params, [s.name for s in specs])
+                       strict_fp32, strict_dequant, tuple(step.items())) for p in points]
+    out = SweepResult(path.name, params, [s.name for s in specs], step="phase" in step)
     done: dict[int, list[dict]] = {}
     failed: dict[int, str] = {}
     front = frontend or detect_frontend(path)

@@ -35,7 +35,9 @@ Two kinds of model take part:
   ``examples/models/llama_kv.py``).
 
 The step is recorded in the graph as ``Assumption("step", phase, ...)`` with batch, seq,
-kv_len, the cache kind, page size and the names of the cache input tensors.
+kv_len, the cache kind, page size, the names of the cache input tensors (the floating-point
+inputs) and of the cache entries the step writes (its 4-D outputs: (batch, kv_heads, positions,
+head_dim); the logits are 3-D).
 
 >>> s = Step("decode", batch=64, kv_len=8192)
 >>> s.seq, s.tokens, s.cache
@@ -104,7 +106,7 @@ class Step:
         """Pages per sequence of a paged cache: ceil(kv_len / page_size)."""
         return math.ceil(self.kv_len / self.page_size)
 
-    def assumption(self, cache_inputs: tuple[str, ...]) -> Assumption:
+    def assumption(self, cache_inputs: tuple[str, ...], cache_outputs: tuple[str, ...] = ()) -> Assumption:
         """The graph's record of this step."""
         what = (f"{self.phase} step of {self.seq} token(s) per sequence for {self.batch} sequence(s) after "
                 f"{self.kv_len} cached position(s); {self.cache} KV cache")
@@ -113,7 +115,7 @@ class Step:
         if self.cache == "paged":
             what += f" of {self.page_size}-position pages"
             values.append(("page_size", self.page_size))
-        values.append(("cache_inputs", tuple(cache_inputs)))
+        values += [("cache_inputs", tuple(cache_inputs)), ("cache_outputs", tuple(cache_outputs))]
         return Assumption("step", self.phase, what, tuple(values))
 
 
@@ -302,9 +304,10 @@ def record_step(g: Graph, step: Step) -> Graph:
     """``g`` with the step's assumption appended; CaptureError if no cache input of the step's
     length reached the graph (the model ignored its cache)."""
     cache = tuple(t.name for t in g.tensors if t.role == "input" and not t.dtype.startswith(("int", "uint", "bool")))
+    written = tuple(t.name for t in g.tensors if t.role == "output" and len(t.ranks) == 4)  # (b, kv, pos, hd)
     if step.kv_len and not cache:
         raise CaptureError(f"{g.name}: the {step.phase} step's graph reads no KV cache input (the model ignored "
                            "past_key_values?)")
     if step.kv_len and step.cache != "paged" and not any(step.kv_len in g.shape(n) for n in cache):
         raise CaptureError(f"{g.name}: no cache input of the graph has kv_len = {step.kv_len} positions")
-    return replace(g, assumptions=(*g.assumptions, step.assumption(cache)))
+    return replace(g, assumptions=(*g.assumptions, step.assumption(cache, written)))
