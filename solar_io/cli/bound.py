@@ -136,8 +136,9 @@ def bound_command(
     elif fmt == "json":
         text = to_json(reports, limit)
     elif output is not None:
-        text = render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1))
+        text = assumption_text(g) + render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1))
     else:
+        sys.stdout.write(assumption_text(g))
         render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1),
                console=Console(highlight=False, width=None if sys.stdout.isatty() else 200))
         return
@@ -145,6 +146,33 @@ def bound_command(
         sys.stdout.write(text)
         return
     _write(output, text)
+
+
+def assumption_text(g) -> str:  # noqa: ANN001 - a Graph
+    """The graph's assumptions (format 1.3: specialised values, routing, step, training), one line each,
+    for the text report; empty when it has none.
+
+    >>> from solar_io.graph import Assumption, Graph
+    >>> g = Graph((), (), (), assumptions=(Assumption("routing", "moe", "uniform", (("k", 2), ("tokens", (3, 1)))),))
+    >>> print(assumption_text(g), end="")
+    assumptions (the counts hold under these):
+      routing: moe: uniform [k=2, tokens=[3, 1]]
+    """
+    if not g.assumptions:
+        return ""
+
+    def value(v) -> str:  # noqa: ANN001
+        if isinstance(v, tuple):
+            shown = ", ".join(str(x) for x in v[:16])
+            return f"[{shown}{', ...' if len(v) > 16 else ''}]"
+        return str(v)
+
+    lines = ["assumptions (the counts hold under these):"]
+    for a in g.assumptions:
+        vals = ", ".join(f"{k}={value(v)}" for k, v in a.values)
+        detail = f": {a.detail}" if a.detail else ""
+        lines.append(f"  {a.kind}: {a.subject}{detail}" + (f" [{vals}]" if vals else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _write(path: Path, text: str) -> None:

@@ -123,6 +123,11 @@ def capture_command(
     cache: str = typer.Option("dynamic", "--cache", help="--phase: KV cache kind: dynamic (the step returns the "
                               "grown cache), static (writes the new entries), paged (a block table of pages)."),
     page_size: int = typer.Option(16, "--page-size", help="--phase with --cache paged: positions per page."),
+    routing: str | None = typer.Option(None, "--routing", help="torch: the MoE routing a capture with "
+                                       "data-dependent shapes assumes: observed (the example inputs' routing, "
+                                       "run on the CPU), uniform (default: expected distinct experts "
+                                       "E(1-(1-k/E)^T)), balanced (T*k spread evenly) or skewed=ALPHA (power "
+                                       "law); written into the graph's assumptions."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="Seconds one capture (a file, or one "
                                   "workload of a definition) may run before it is stopped as failed; a folder "
                                   "goes on to the next file (0: no limit)."),
@@ -143,6 +148,8 @@ def capture_command(
                        unsafe_exec=unsafe_exec)
     if agent_fallback:
         options["agent_fallback"] = True
+    if routing is not None:
+        options["routing"] = routing
     if phase is not None:
         options["step"] = _serving_step(source, frontend, phase, batch, seq, kv_len, cache, page_size)
     from ..frontends.trace.detect import is_trace_source
