@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-from ..backends.roofline.units import format_si, format_time
+from ..units import format_si, format_time
 
 #: Colour of each bottleneck (the CSS classes b-NAME use the same).
 COLOURS = {"matrix": "#1f6feb", "vector": "#1a7f37", "special": "#8250df", "memory": "#cf222e", "none": "#6e7781"}
@@ -148,7 +148,7 @@ def roofline_svg(points: Sequence[Point], roofs: Sequence[tuple[str, float]], ba
 
 def legend() -> str:
     return '<p class="legend">' + "".join(f'<span class="b-{k}">&#9679; {k}</span>' for k in COLOURS) + \
-        "(bound by; a point on the bottom or left edge has no FLOPs or no bytes)</p>"
+        "(bound by; x: FLOPs per DRAM byte; a point on an edge has no FLOPs, or no DRAM bytes: all on chip)</p>"
 
 
 def page(title: str, subtitle: str, sections: Sequence[str]) -> str:
@@ -215,7 +215,8 @@ def _inverse_section(reports: Sequence[dict]) -> str:
 
 
 NODE_COLUMNS = (Column("node", False), Column("op", False), Column("kind", False), Column("dtype", False),
-                Column("MACs"), Column("FLOPs"), Column("bytes"), Column("FLOP/B"), Column("compute"),
+                Column("MACs"), Column("FLOPs"), Column("bytes"), Column("DRAM bytes"), Column("FLOP/B"),
+                Column("compute"),
                 Column("memory"), Column("SOL"), Column("bound by", False))
 
 
@@ -228,13 +229,16 @@ def _node_rows(r: dict, prefix: str) -> tuple[list[list[str]], list[str], list[P
         rows.append([_cell(n["name"], cls="text"), _cell(n["op"], cls="text"), _cell(n["kind"], cls="text"),
                      _cell(n["compute_dtype"] or "-", cls="text"), _cell(n["macs"], _fmt(n["macs"])),
                      _cell(flops, _fmt(flops)), _cell(n["bytes"], _fmt(n["bytes"], "B")),
+                     _cell(n.get("dram_bytes"), _fmt(n.get("dram_bytes"), "B")),
                      _cell(n["intensity"], _fmt(n["intensity"])), _cell(n["compute_s"], _fmt(n["compute_s"], "s")),
                      _cell(n["memory_s"], _fmt(n["memory_s"], "s")), _cell(n["sol_s"], _fmt(n["sol_s"], "s")),
                      _cell(b, cls=f"text b-{b}")])
         ids.append(rid)
         label = (f"{n['name']} ({n['op']})\nSOL {_fmt(n['sol_s'], 's')}, bound by {b}\n"
-                 f"{_fmt(flops)} FLOPs, {_fmt(n['bytes'], 'B')}")
-        pts.append(Point(n["name"], label, flops, n["bytes"] or 0.0, n["sol_s"] or 0.0, b, rid))
+                 f"{_fmt(flops)} FLOPs, {_fmt(n.get('dram_bytes'), 'B')} DRAM")
+        # x is FLOPs per DRAM byte, the bytes memory_s charges (what on-chip memory kept is not re-read),
+        # so that no point can sit above the bandwidth roof
+        pts.append(Point(n["name"], label, flops, n.get("dram_bytes") or 0.0, n["sol_s"] or 0.0, b, rid))
     return rows, ids, pts
 
 
