@@ -4,7 +4,9 @@ Issue 19's target: ``bound`` <= 1 s for any graph under 5k nodes on one chip, ca
 included, and each extra chip <= 20% of the first (the chip-independent work, the graph's traffic
 model, is built once per graph object: :func:`solar_io.backends.traffic.traffic_of`). The machine is
 shared and noisy, so every figure is printed next to anchors measured in the same run: ``load``
-(reading the file) and the bound without the cache-aware fidelity.
+(reading the file) and the bound without the cache-aware fidelity; times are CPU seconds of the
+process and its children (CBC runs as a subprocess), steadier under load than wall time
+(``--wall`` for wall-clock seconds).
 
 Graphs (``models``, the default): a ResNet-50 (``benchmarks/bound_models/resnet50.py``, 224x224,
 batch 1, 813 nodes) and a 32-layer Llama-3-8B-shaped decoder (``examples/models/llama_decoder.py``
@@ -12,7 +14,7 @@ at seq 2048, bf16, captured on meta tensors), captured once into ``--cache DIR``
 ``/tmp/solar-io-bench-bound``; torch needed for that step only). Columns, seconds and ratios:
 
 - ``load``: :func:`solar_io.load` of the file; ``roofline``: ``bound(..., cache_aware=False)`` on
-  a fresh graph object (its traffic model built inside);
+  a freshly loaded graph (its traffic model built inside; the load not included);
 - ``bound``: ``bound(..., cache_aware=True)`` on a fresh graph object with the tiling caches emptied
   (the first chip, cold), and ``/load`` its ratio to the load;
 - ``+chip``: the same graph object bounded again on another chip with the same on-chip capacity
@@ -32,12 +34,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CPU = "--wall" not in sys.argv  # CPU seconds (self and children) unless --wall: steadier on a shared machine
 sys.path.insert(0, str(Path(__file__).parent))
 
 import solar_io  # noqa: E402
@@ -64,11 +68,18 @@ Path(sys.argv[2]).write_text(dumps(low.builder.build(low.outputs, name="llama-32
 """
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its children (CBC solves run in a subprocess)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _timed(fn):  # noqa: ANN001, ANN202
     gc.collect()
-    t0 = time.perf_counter()
+    clock = _cpu if CPU else time.perf_counter
+    t0 = clock()
     out = fn()
-    return out, time.perf_counter() - t0
+    return out, clock() - t0
 
 
 def _capture(cache: Path) -> list[Path]:
@@ -92,7 +103,8 @@ def models(cache: Path) -> None:
           f"{'+chip s':>8} {'/bound':>7} {'+chip S s':>10} {'/bound':>7} {'4 chips s':>10} {'/bound':>7}")
     for path in _capture(cache):
         _, t_load = _timed(lambda p=path: solar_io.load(p))
-        _, t_roof = _timed(lambda p=path: solar_io.bound(solar_io.load(p), "h100-sxm"))
+        g0 = solar_io.load(path)
+        _, t_roof = _timed(lambda g=g0: solar_io.bound(g, "h100-sxm"))
         g = solar_io.load(path)
         _cold()
         _, t_first = _timed(lambda g=g: solar_io.bound(g, "h100-sxm", cache_aware=True))
@@ -124,6 +136,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, default=Path("/tmp/solar-io-bench-bound"))
     ap.add_argument("--synthetic", type=int, nargs="*")
+    ap.add_argument("--wall", action="store_true", help="wall-clock seconds instead of CPU seconds")
     args = ap.parse_args()
     if args.synthetic is not None:
         synthetic(args.synthetic or [10_000, 30_000, 100_000])

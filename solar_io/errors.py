@@ -25,6 +25,11 @@ class SolarIOError(Exception):
     """Base of every error solar-io reports to a user as one line (no traceback)."""
 
 
+class BoundError(SolarIOError):
+    """A bound that cannot be computed as asked (missing dtype on the chip, bad option text such as a
+    time, rate or frequency, :mod:`solar_io.units`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Issue:
     """One problem found in a file: where (a path of keys and indices) and what."""

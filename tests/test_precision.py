@@ -17,9 +17,9 @@ from jsonschema import Draft202012Validator
 from solar_io import dumps, loads
 from solar_io.backends.roofline import BoundError, bound, to_json, to_yaml
 from solar_io.backends.roofline.table import render
-from solar_io.backends.roofline.units import parse_frequency
 from solar_io.format.yamltext import emit
 from solar_io.hardware import load_spec
+from solar_io.units import parse_frequency
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = Draft202012Validator(json.loads((ROOT / "schema" / "sol-report-v1.schema.json").read_text()))

@@ -31,6 +31,7 @@ from solar_io.dtypes import ALIASES, DTYPES
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.hardware.catalog import split_clock
+from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 from ..format.files import load
 from .inverse import inverse_roofline
@@ -40,7 +41,6 @@ from .roofline.clock import at_clock
 from .roofline.kernel_bound import MERGED_NOTE, kernel_rows
 from .roofline.model import BoundError, PeakModel, parse_compute_dtype
 from .roofline.precision import Policy, PrecisionPlan, analyse, record
-from .roofline.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 from .traffic.graph import GraphTraffic, traffic_of
 from .traffic.kernels import kernel_groups, kernel_traffic
 from .traffic.residency import NodeTraffic, dram_bytes, on_chip_capacity

@@ -197,10 +197,11 @@ class CacheAware:
     groups: tuple[GroupResult, ...]
     raised_to_fused: bool
     vs_unfused: str              # 'above', 'below' or 'equal'
-    ilps_solved: int = 0         # distinct per-einsum ILPs solved for this graph (the rest were cached)
+    ilps_solved: int = 0         # distinct per-einsum ILPs solved in this bound (the rest were cached)
     chain_ilps: int = 0          # distinct fused-chain ILPs solved
     phases: dict[str, float] = field(default_factory=dict)
-    segments_solved: int = 0     # distinct candidate groups analysed (the rest repeat one of them)
+    segments_solved: int = 0     # distinct candidate groups analysed in this bound (the rest repeat one, or were
+    #                              analysed by an earlier bound of the same graph at the same S)
     segments_reused: int = 0     # candidate groups answered from an identical one
     fallbacks: tuple[str, ...] = ()  # first node of each chosen group whose ILP reached its time limit
     # Every candidate group (first node, last node, traffic Q): what the inverse roofline re-partitions.

@@ -11,11 +11,11 @@ from pathlib import Path
 import typer
 
 from ..backends.bound import bound_many
-from ..backends.roofline.units import format_ratio, format_time, parse_time
 from ..errors import SolarIOError
 from ..hardware.spec import HardwareSpec
 from ..measure.measure import Measurement, capture_graph, headroom, measure_file
 from ..measure.runners import RunOptions
+from ..units import format_ratio, format_time, parse_time
 
 
 def resolve_specs(hw: str) -> list[HardwareSpec]:

@@ -15,12 +15,12 @@ from pathlib import Path
 import typer
 
 from ..backends.bound import resolve_graph, resolve_hardware
-from ..backends.roofline.units import format_si, format_time
 from ..dse.diff import DiffError, GraphDiff, describe, diff_graphs, parse_threshold, to_dict
 from ..dse.reorder import ChainReport, OrderCost, ReorderError, analyse
 from ..dse.reorder_apply import Check, apply
 from ..format.files import dump
 from ..metrics import graph_metrics
+from ..units import format_si, format_time
 
 # ---------------------------------------------------------------------------- reorder
 

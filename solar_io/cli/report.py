@@ -15,13 +15,12 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..backends.roofline.units import format_time
 from ..errors import SolarIOError
 from ..format.yamltext import write_atomic
 from ..reports.corpus import CaseOptions, CaseResult, model_files, run_cases
 from ..reports.plot import Point, roofline_plot
 from ..reports.tables import folder_summary, to_csv, to_markdown, to_records
-from ..units import SIZE_RULES, parse_size_int
+from ..units import SIZE_RULES, format_time, parse_size_int
 from .measure import parse_min_time, resolve_specs
 
 

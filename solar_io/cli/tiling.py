@@ -15,15 +15,14 @@ import typer
 
 from solar_io.backends.bound import resolve_graph, resolve_hardware
 from solar_io.backends.roofline.model import BoundError
-from solar_io.backends.roofline.units import format_si
+from solar_io.units import format_si
 
 from ..backends.tiling.curve import capacities, curve, plot
 from ..backends.tiling.einsum import einsum_of
 from ..backends.tiling.floors import floor
 from ..backends.tiling.ilp import solve
 from ..backends.tiling.partition import capacity_of
-from ..backends.roofline.units import parse_bytes
-from ..units import SIZE_RULES
+from ..units import SIZE_RULES, parse_bytes
 
 
 def tiling_command(

@@ -131,7 +131,7 @@ def best_layouts(result: SweepResult) -> list[str]:
         key = (row["chip"], row["fidelity"])
         if key not in best or row["sol_s"] < best[key]["sol_s"]:
             best[key] = row
-    from solar_io.backends.roofline.units import format_time
+    from solar_io.units import format_time
 
     lines = []
     for (chip, fid), row in best.items():

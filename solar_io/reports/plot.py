@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..backends.result import Report
-from ..backends.roofline.units import format_si
 from ..errors import SolarIOError
+from ..units import format_si
 
 MARKERS = {"unfused": "s", "fused": "^", "cache-aware": "D", "measured": "o", "node": "."}
 

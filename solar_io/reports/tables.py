@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..backends.roofline.units import format_ratio, format_si, format_time
+from ..units import format_ratio, format_si, format_time
 from .corpus import FIDELITIES, CaseResult
 
 COLUMNS = ("folder", "model", "frontend", "status", "nodes", "opaque", "macs", "flops", "bytes_unfused",

@@ -49,15 +49,7 @@ def solve_from_chip(items: list[tuple[float, float, float, bool]], t_chip: float
     if target >= t_chip:
         slope = math.fsum(u for u, _, _, active in items if active)
         events = sorted((max((c - d) / u, 1.0), u) for u, d, c, active in items if not active)
-        z, t = 1.0, t_chip
-        for beta, u in events:
-            t_at = t + slope * (beta - z)
-            if t_at > target:
-                break
-            z, t, slope = beta, t_at, slope + u
-        if slope <= 0:
-            return math.inf
-        return z + (target - t) / slope
+        return _walk_up(events, 1.0, t_chip, slope, target)
     # Going left of z = 1: active nodes leave the active set at their breakpoint in (0, 1).
     leaving = sorted(((c - d) / u, u) for u, d, c, active in items if active and (c - d) / u > 0)
     leaving = [(min(beta, 1.0), u) for beta, u in leaving]
@@ -89,8 +81,13 @@ def solve_from_zero(items: list[tuple[float, float, float]], target: float) -> f
         return None
     target = max(target, t)  # a target met up to rounding of sums is met
     slope = math.fsum(u for u, d, c in items if u > 0 and d >= c)
-    z = 0.0
-    for beta, u in sorted(((c - d) / u, u) for u, d, c in items if u > 0 and d < c):
+    return _walk_up(sorted(((c - d) / u, u) for u, d, c in items if u > 0 and d < c), 0.0, t, slope, target)
+
+
+def _walk_up(events: list[tuple[float, float]], z: float, t: float, slope: float, target: float) -> float:
+    """From ``T(z) = t`` rising at ``slope``, walk the breakpoints ``(beta, u)`` (sorted; past each,
+    the slope grows by u) until T would pass ``target``; the z where it reaches it (inf: never)."""
+    for beta, u in events:
         t_at = t + slope * (beta - z)
         if t_at > target:
             break

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from solar_io.backends.roofline.units import format_time
+from solar_io.units import format_time
 
 from .sol import FIDELITIES, ParallelReport
 

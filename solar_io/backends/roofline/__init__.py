@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import importlib
 
+from solar_io.units import parse_rate, parse_time
+
 from ..inverse import Inverse, InverseFidelity, Requirement, inverse_roofline
 from ..result import Fidelity, Load, NodeBound, Options, Report, Resource, Totals
 from .model import BoundError, PeakModel, Plan, Route, compute_class, parse_compute_dtype
 from .report import document, to_json, to_yaml
-from .units import parse_rate, parse_time
 
 _PIPELINE = ("bound", "bound_many", "cast_graph")
 

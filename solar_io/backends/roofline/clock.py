@@ -15,9 +15,9 @@ from types import MappingProxyType
 
 from solar_io.hardware import HardwareSpec
 from solar_io.hardware.spec import Peak
+from solar_io.units import format_si, parse_frequency
 
 from .model import BoundError
-from .units import format_si, parse_frequency
 
 
 def at_clock(spec: HardwareSpec, clock: float | str) -> tuple[HardwareSpec, str]:

@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from solar_io.dtypes import ALIASES, DTYPES
-from solar_io.errors import SolarIOError
+from solar_io.errors import BoundError
 from solar_io.hardware import HardwareSpec
 
 #: Graph dtype -> spec dtype class (``int``: no published rate).
@@ -88,10 +88,6 @@ _FAMILY_RANK = {"float": 0, "int": 1, "uint": 1, "bool": 2}
 
 MATRIX, VECTOR, SPECIAL = 0, 1, 2  # indices of work kinds in Plan.routes
 WORK_KINDS = ("matrix", "vector", "transcendental")
-
-
-class BoundError(SolarIOError):
-    """A bound that cannot be computed as asked (missing dtype on the chip, bad option text)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from solar_io.units import format_ratio, format_si, format_time
+
 from ..result import InverseFidelity, Report
-from .units import format_ratio, format_si, format_time
 
 DEFAULT_TOP = 15
 

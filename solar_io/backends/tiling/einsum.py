@@ -121,8 +121,10 @@ def _groups(index: tuple[AffineExpr, ...], extents: tuple[int, ...]) -> tuple[Gr
 # The node fields this model reads or may ignore safely (names, provenance, and the data-movement
 # fields, which an einsum does not use). A field outside this set that a newer format version adds
 # (a prefix scan along a rank, say) changes what the node computes in a way the model cannot see.
+# ``kernel`` and ``phase`` (format 1.3) say which kernel and training phase a node belongs to, not
+# what it computes or touches: they never make a node untileable nor two nodes structurally different.
 MODELED_FIELDS = frozenset({"name", "kind", "op", "inputs", "outputs", "space", "map", "reduce", "movement", "axis",
-                            "view", "pad", "fill", "reason", "location", "attrs"})
+                            "view", "pad", "fill", "reason", "location", "attrs", "kernel", "phase"})
 
 
 @cache

@@ -32,7 +32,7 @@ from ..result import CacheAware, GroupResult
 from ..traffic.graph import GraphTraffic, traffic_of
 from ..traffic.residency import on_chip_capacity
 from .ilp import STATS, TIME_LIMIT
-from .segments import Segments
+from .segments import GENERATION, Segments
 
 UNIT_NAMES = ("matrix", "vector", "special")
 
@@ -53,6 +53,8 @@ class Credit:
         self.writes = [tuple((t, b - min(b, v.exposed.get(t, 0.0)), v.last_reader[t]) for t, b in wr.items()
                              if t not in v.output and t in v.last_reader) for wr in v.writes]
 
+        self._sums: dict[tuple[int, int], tuple[float, float]] = {}
+
     def of(self, i: int, j: int, capacity: float) -> float:
         """Bytes of group ``i..j``'s Q that on-chip memory may save because it is not emptied between
         kernels (:mod:`solar_io.backends.traffic.residency`): up to S of the roots it reads that an
@@ -61,16 +63,19 @@ class Credit:
         (they may stay on chip; graph outputs and what output views expose are delivered)."""
         if capacity <= 0:
             return 0.0
-        reread: dict[str, float] = {}
-        kept: dict[str, float] = {}
-        for k in range(i, j + 1):
-            for t, b, p, f in self.reads[k]:
-                if not (i <= p <= j) and f < i:
-                    reread[t] = max(reread.get(t, 0.0), b)
-            for t, b, last in self.writes[k]:
-                if last > j:
-                    kept[t] = max(kept.get(t, 0.0), b)
-        return min(capacity, math.fsum(reread.values())) + min(capacity, math.fsum(kept.values()))
+        got = self._sums.get((i, j))
+        if got is None:  # the two sums do not depend on S: kept for every capacity (chip)
+            reread: dict[str, float] = {}
+            kept: dict[str, float] = {}
+            for k in range(i, j + 1):
+                for t, b, p, f in self.reads[k]:
+                    if not (i <= p <= j) and f < i:
+                        reread[t] = max(reread.get(t, 0.0), b)
+                for t, b, last in self.writes[k]:
+                    if last > j:
+                        kept[t] = max(kept.get(t, 0.0), b)
+            got = self._sums[(i, j)] = (math.fsum(reread.values()), math.fsum(kept.values()))
+        return min(capacity, got[0]) + min(capacity, got[1])
 
 
 def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], bw: float, capacity: float,
@@ -87,7 +92,12 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     solved0 = STATS["solved"]
     n = len(g.nodes)
     view = traffic_of(g, gm)
-    seg = Segments(g, gm, view, capacity, bound, max_group, time_limit, reuse)
+    if reuse:  # one table per capacity and graph: a later bound at the same S (another chip, other options) reuses it
+        seg = view.memo(("segments", capacity, bound, max_group, time_limit, GENERATION[0]),
+                        lambda: Segments(g, gm, view, capacity, bound, max_group, time_limit, reuse))
+    else:
+        seg = Segments(g, gm, view, capacity, bound, max_group, time_limit, reuse)
+    distinct0, hits0, chains0 = seg.distinct, seg.span_hits, seg.chain_ilps
     credit: Credit = view.memo("credit", lambda: Credit(view))
     held = capacity if residency else 0.0  # what on-chip memory may keep between groups
     phases["structure"] = time.perf_counter() - t0
@@ -156,8 +166,8 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     return CacheAware(capacity=capacity, capacity_source=capacity_source, bound=bound, time=t_final,
                       compute=math.fsum(gr.compute for gr in groups), memory=traffic / bw, traffic=traffic,
                       unit_times=ut, groups=tuple(groups), raised_to_fused=raised, vs_unfused=vs,
-                      ilps_solved=STATS["solved"] - solved0, chain_ilps=seg.chain_ilps, phases=phases,
-                      segments_solved=seg.distinct, segments_reused=seg.span_hits,
+                      ilps_solved=STATS["solved"] - solved0, chain_ilps=seg.chain_ilps - chains0, phases=phases,
+                      segments_solved=seg.distinct - distinct0, segments_reused=seg.span_hits - hits0,
                       fallbacks=tuple(gr.nodes[0] for gr in groups if gr.fallback), candidates=tuple(candidates),
                       spans=tuple(reversed(chosen)))
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solar_io.backends.roofline.units import format_si
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
+from solar_io.units import format_si
 
 from ..traffic.graph import GraphTraffic
 from .einsum import Einsum, einsum_of
@@ -49,10 +49,14 @@ CHAIN_STATS = {"solved": 0, "hits": 0, "timeouts": 0}
 TIMED_OUT = "time limit"
 
 
+GENERATION = [0]  # bumped by clear_chain_cache: segment tables kept on a graph's traffic are then not reused
+
+
 def clear_chain_cache() -> None:
-    """Forget every solved chain ILP (tests and benchmarks)."""
+    """Forget every solved chain ILP and every segment table kept for a graph (tests and benchmarks)."""
     _CHAINS.clear()
     CHAIN_STATS.update(solved=0, hits=0, timeouts=0)
+    GENERATION[0] += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +100,11 @@ class Segments:
         self.structure = view.memo(("structure", window), lambda: structure(g, gm.nodes, view, window))
         self._single: dict[int, Span] = {}
         self._spans: dict[tuple[int, ...], Span | None] = {}
-        self._einsums: dict[int, tuple[Einsum | None, int]] = {}  # node key -> (einsum, exemplar node)
+        # Capacity-independent facts, shared by every capacity (chip) of this graph when reusing:
+        # node key -> (einsum, exemplar node); segment -> its external, avoided and live bytes.
+        gen = GENERATION[0]
+        self._einsums: dict[int, tuple[Einsum | None, int]] = view.memo(("einsums", window, gen), dict) if reuse else {}
+        self._static: dict[tuple, tuple[float, ...]] = view.memo(("static", window, gen), dict) if reuse else {}
         self._floors: dict[tuple, float] = {}
         self.chain_ilps = 0
         self.span_hits = 0
@@ -169,28 +177,47 @@ class Segments:
         got = self._spans[key] = self._span_fresh(i, j)
         return got
 
+    def _bytes(self, i: int, j: int) -> tuple[float, ...]:
+        """Segment ``i..j``'s capacity-independent bytes: (touched, external) for one node, (external,
+        avoided, live) for several; shared by segments with one context when reusing."""
+        key = self.structure.context[i:j + 1] if self.reuse and j - i < self.window else (i, j)
+        got = self._static.get(key)
+        if got is None:
+            v = self.view
+            got = (touched_bytes(v, i, i), external_bytes(v, i, i)) if i == j else \
+                (external_bytes(v, i, j), avoided_bytes(v, i, j), live_bytes(v, i, j))
+            if self.reuse:
+                self._static[key] = got
+        return got
+
+    def _chain_options(self, i: int, j: int) -> list:
+        """:func:`.fusion.chain_options` of segment ``i..j`` (capacity-independent: kept for every
+        capacity of this graph when reusing; by position, since the options name its tensors)."""
+        if not self.reuse:
+            return chain_options(self.g, self.view, i, j)
+        return self.view.memo(("chain options", i, j, GENERATION[0]), lambda: chain_options(self.g, self.view, i, j))
+
     def _span_fresh(self, i: int, j: int) -> Span | None:
         v, cap = self.view, self.capacity
         if i == j:
             s = self.single(i)
-            if s.kind not in ("view", "floor") and touched_bytes(v, i, i) <= cap:
-                ext = external_bytes(v, i, i)  # one node with everything on chip
-                if ext < s.traffic:
+            if s.kind not in ("view", "floor"):
+                touched, ext = self._bytes(i, i)
+                if touched <= cap and ext < s.traffic:  # one node with everything on chip
                     return Span(ext, min(s.floor, ext), "resident", "every tensor on chip")
             return s
-        ext = external_bytes(v, i, j)
+        ext, avoided, live = self._bytes(i, j)
         internal = {t for k in range(i, j + 1) for t in v.writes[k] if i <= v.producer.get(t, -1) <= j}
         fl = ext
         for k in range(i, j + 1):
             e = self.einsum(k)
             if e is not None:
                 fl = max(fl, self._floor(k, e, internal))
-        avoided = avoided_bytes(v, i, j)
         if self.bound == "floor":
             return Span(fl, fl, "floor", "", avoided)
-        if live_bytes(v, i, j) <= cap:
+        if live <= cap:
             return Span(max(ext, fl), fl, "resident", "every live tensor on chip", avoided)
-        opts = chain_options(self.g, v, i, j)
+        opts = self._chain_options(i, j)
         if not opts:
             return None
         key = (tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts), cap)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from solar_io.format.kernels import call_key
 from solar_io.graph import Graph, Node
 
 from .residency import NodeTraffic
@@ -38,7 +39,7 @@ def kernel_key(node: Node, declared: bool = False) -> tuple[str, str]:
     and for ``call`` itself, which frontends give the node producing the call's result)."""
     if declared:
         return ("", node.kernel) if node.kernel is not None else ("\0", node.name)
-    return node.op, node.name.split(".", 1)[0]
+    return call_key(node)
 
 
 def kernels(g: Graph) -> list[tuple[int, int]]:
