@@ -30,7 +30,7 @@ class _UF:
 
     def __init__(self) -> None:
         self.parent: dict[Var, Var] = {}
-        self.spaces: dict[Var, set[tuple[str, object]]] = {}  # root -> {(node, space rank)}
+        self.spaces: dict[Var, set[str]] = {}  # root -> the nodes with a space rank in the class
 
     def find(self, v: Var) -> Var:
         p = self.parent
@@ -45,15 +45,19 @@ class _UF:
         if ra == rb:
             return
         sa, sb = self.spaces.get(ra, set()), self.spaces.get(rb, set())
-        if {n for n, _ in sa} & {n for n, _ in sb}:
+        small, large = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
+        if any(n in large for n in small):
             return  # would merge two ranks of one node's space: keep them apart
+        if len(sa) < len(sb):
+            ra, rb = rb, ra
         self.parent[rb] = ra
-        self.spaces[ra] = sa | sb
+        large |= small
+        self.spaces[ra] = large
         self.spaces.pop(rb, None)
 
     def space(self, node: str, rank: str) -> None:
         v = ("n", node, rank)
-        self.spaces.setdefault(self.find(v), set()).add((node, rank))
+        self.spaces.setdefault(self.find(v), set()).add(node)
 
 
 def _reshape_pairs(a: list[int], b: list[int]) -> list[tuple[int, int]]:

@@ -272,8 +272,15 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
 
 
 def stage_graph(p: Plan, stage: int, label: str, nodes: frozenset[str], factors: dict[str, Fraction]) -> Graph:
-    """The graph one chip runs for a segment of a stage, resized."""
-    return resize(subgraph(p.graph, nodes, label), factors, f"--parallel ({label})")
+    """The graph one chip runs for a segment of a stage, resized (checked: a resize the rules got wrong
+    is an error naming the part, never a wrong count)."""
+    g = resize(subgraph(p.graph, nodes, label), factors, f"--parallel ({label})")
+    if factors:
+        issues = [i for i in validate(g) if i.severity == "error"]
+        if issues:
+            raise ParallelError(f"--parallel {p.layout}: the {label} part is not consistent once resized "
+                                f"({issues[0].format(label)})")
+    return g
 
 
 __all__ = ["Plan", "plan", "stage_graph"]

@@ -38,6 +38,8 @@ class Constraints:
         self._parent = {r: r for r in self.sizes}
         self.fixed: dict[str, str] = {}  # rank -> why it cannot be split
         self.groups: list[tuple[tuple[str, ...], tuple[str, ...], str]] = []
+        self._members: dict[str, list[str]] | None = None
+        self._in_group: dict[str, list[int]] = {}
         tmap = g.tensor_map
         for n in g.nodes:
             if n.kind == "opaque":
@@ -119,6 +121,19 @@ class Constraints:
                 self.groups.append((tuple(ga), tuple(gb), node))
 
     # ------------------------------------------------------------------ solving
+    def _index(self) -> tuple[dict[str, list[str]], dict[str, list[int]]]:
+        """(class -> its ranks, class -> the reshape groups it is in), built once."""
+        if self._members is None:
+            members: dict[str, list[str]] = {}
+            for r in self.sizes:
+                members.setdefault(self.find(r), []).append(r)
+            in_group: dict[str, list[int]] = {}
+            for i, (ga, gb, _) in enumerate(self.groups):
+                for c in dict.fromkeys(self.find(x) for x in (*ga, *gb)):
+                    in_group.setdefault(c, []).append(i)
+            self._members, self._in_group = members, in_group
+        return self._members, self._in_group
+
     def _spread(self, dims: tuple[str, ...], total: int) -> dict[str, int] | None:
         """Split ``total`` over ``dims`` outermost first (block sharding), or None if it cannot."""
         out, left = {}, total
@@ -152,17 +167,17 @@ class Constraints:
             err = assign(r, s)
             if err:
                 return dict(known), err
+        members, in_group = self._index()
         while queue:
             c = queue.pop(0)
             s = by_class[c]
-            for x in self.sizes:
-                if self.find(x) != c:
-                    continue
+            for x in members.get(c, ()):
                 if s != 1 and x in self.fixed:
                     return dict(known), f"rank {x} cannot be split: {self.fixed[x]}"
                 if self.sizes[x] % s:
                     return dict(known), f"rank {x} of size {self.sizes[x]} is not divisible by {s}"
-            for ga, gb, node in self.groups:
+            for gi in in_group.get(c, ()):
+                ga, gb, node = self.groups[gi]
                 for side, other in ((ga, gb), (gb, ga)):
                     if not any(self.find(x) == c for x in side):
                         continue
@@ -181,13 +196,15 @@ class Constraints:
                         err = assign(x, sx)
                         if err:
                             return dict(known), f"the reshape {node}: {err}"
-        for ga, gb, node in self.groups:  # every reshape agrees once all is settled
+        touched = {gi for c in by_class for gi in in_group.get(c, ())}
+        for gi in sorted(touched):  # every reshape the split reaches agrees once all is settled
+            ga, gb, node = self.groups[gi]
             sa = [by_class.get(self.find(x), 1) for x in ga]
             sb = [by_class.get(self.find(x), 1) for x in gb]
             if (prod(sa) != prod(sb) or self._spread(ga, prod(sa)) != dict(zip(ga, sa, strict=True))
                     or self._spread(gb, prod(sb)) != dict(zip(gb, sb, strict=True))):
                 return dict(known), f"the reshape {node} cannot keep {'x'.join(ga)} and {'x'.join(gb)} split alike"
-        out = {r: by_class[self.find(r)] for r in self.sizes if by_class.get(self.find(r), 1) != 1}
+        out = {r: s for c, s in by_class.items() if s != 1 for r in members.get(c, ())}
         return out, None
 
 
