@@ -304,6 +304,12 @@ class Report:
         order = sorted(range(len(self.nodes)), key=lambda i: (-self.nodes[i].time, i))
         return [self.nodes[i] for i in (order if n is None else order[:n])]
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows a Report as the HTML report (solar_io.reports.html): fidelities, roofline, nodes."""
+        from ..reports.html import report_html
+
+        return report_html(self)
+
 
 __all__ = ["UNITS", "CacheAware", "Fidelity", "GroupResult", "Inverse", "InverseFidelity", "Load", "NodeBound",
            "Options", "Report", "Requirement", "Resource", "Totals", "time_and_bottleneck"]

@@ -1,4 +1,4 @@
-"""``solar-io tiling GRAPH --node NAME --hw CHIP [--capacity B] [--plot curve.png]``.
+"""``solar-io tiling GRAPH [--node NAME] --hw CHIP [--capacity B] [--plot curve.png]``.
 
 Prints the best tiling of one einsum at the chip's on-chip capacity (or ``--capacity``), the
 provable floors there, and the Q(S) curve. Registered by ``solar_io.cli`` as
@@ -27,7 +27,9 @@ from ..units import SIZE_RULES, parse_bytes
 
 def tiling_command(
     graph: Path = typer.Argument(..., metavar="GRAPH", help="An einsum-graph file."),
-    node: str = typer.Option(..., "--node", help="The einsum node to tile."),
+    node: str | None = typer.Option(None, "--node", help="The einsum node to tile; may be left out when the graph "
+                                                         "has one einsum that can be tiled (otherwise they are "
+                                                         "listed)."),
     hw: str | None = typer.Option(None, "--hw", help="Chip name, alias or spec path (its on-chip capacity)."),
     capacity: str | None = typer.Option(None, "--capacity", help="On-chip bytes (50MiB, 4e6); default: the "
                                                                  f"spec's on-chip levels summed; {SIZE_RULES}."),
@@ -40,6 +42,8 @@ def tiling_command(
     tiling of any tile sizes and loop order), the provable floors and Q/floor, the best tiling found
     (tile sizes, loop order, stationary tensors, the bytes it moves), and the Q(S) curve."""
     g = resolve_graph(graph)
+    if node is None:
+        node = pick_node(g, graph)
     n = g.node_map.get(node)
     if n is None:
         raise BoundError(f"{graph}: no node {node!r}")
@@ -112,4 +116,20 @@ def tiling_command(
         typer.echo(f"  curve written to {plot_path}")
 
 
-__all__ = ["tiling_command"]
+def pick_node(g, graph: Path, shown: int = 12) -> str:  # noqa: ANN001 - a solar_io.Graph
+    """The one einsum of ``g`` that can be tiled; a BoundError listing them (most MACs first) when there are
+    none or several."""
+    from ..metrics import node_metrics
+
+    tileable = [n for n in g.nodes if n.kind == "einsum" and einsum_of(g, n) is not None]
+    names = [n.name for n in sorted(tileable, key=lambda n: -node_metrics(g, n).macs)]
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise BoundError(f"{graph}: no einsum node with affine indices to tile")
+    listed = ", ".join(names[:shown]) + (f", ... ({len(names) - shown} more)" if len(names) > shown else "")
+    raise BoundError(f"{graph}: {len(names)} einsum nodes can be tiled; choose one with --node (most MACs first): "
+                     f"{listed}")
+
+
+__all__ = ["pick_node", "tiling_command"]

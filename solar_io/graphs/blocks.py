@@ -20,7 +20,7 @@ import numpy as np
 from ..graph import Graph
 
 #: Longest block period (in kernels) searched; the cost is one vector pass per period.
-MAX_PERIOD = 4096
+MAX_PERIOD = 1024
 
 
 def kernel_of(name: str) -> str:
