@@ -153,7 +153,8 @@ def _ro_binds(package_dir: Path) -> list[str]:
             seen.add(real)
             args += ["--ro-bind", real, real]
     # bwrap makes missing parents of a mount point 0700 (root's); nobody must traverse them
-    parents = sorted({str(a) for s in seen for a in Path(s).parents if str(a) != "/"})
+    targets = [args[i + 2] for i, a in enumerate(args) if a == "--ro-bind"]
+    parents = sorted({str(a) for t in targets for a in Path(t).parents if str(a) != "/"} - set(targets))
     return [x for d in parents for x in ("--perms", "0755", "--dir", d)] + args
 
 
