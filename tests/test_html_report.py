@@ -79,3 +79,21 @@ def test_report_repr_html_for_jupyter() -> None:
     r = bound(load(ROOT / "examples/graphs/mlp.yaml"), "h100-sxm")
     page = r._repr_html_()
     assert page.count("<circle") == 5 and "<table" in page
+
+
+def test_folder_report_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "mm.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n\n"
+        "def get_inputs():\n    return [torch.randn(64, 32), torch.randn(32, 16)]\n")
+    out = tmp_path / "report"
+    assert run(["report", str(models), "-o", str(out), "--hw", "h100-sxm", "--no-measure", "--no-plot",
+                "--html"]) == 0
+    assert "report.html" in capsys.readouterr().out
+    page = (out / "report.html").read_text()
+    self_contained(page)
+    body = page[page.index('id="models"'):]
+    assert body[:body.index("</tbody>")].count("<tr id=") == 1 and ">mm<" in body
+    # one point per fidelity computed (no measured run): unfused, fused, cache-aware
+    assert page.count('data-name="mm"') == 3
