@@ -14,8 +14,9 @@ tp=n   Megatron: a linear's output rank is split n ways when   all-reduce of eve
        the ranks it forces (through reshapes, heads, the       split rank (the row-parallel linears: one per
        attention) reach a later linear's contracted rank:      MLP, one per attention block)
        column-parallel then row-parallel; attention by heads
-       (GQA: KV heads split as far as they go). Linears with
-       no such pair, embeddings, the LM head: replicated.
+       (GQA: KV heads split as far as they go). A linear
+       no later one contracts (the LM head) is split alone,
+       its output left split. Others, embeddings: replicated.
 sp     the nodes outside TP regions whose tensors all have     the all-reduces into them become
        the token rank (norms, residual adds) split it tp ways  reduce-scatters; an all-gather feeds each TP
        (Megatron-LM sequence parallelism)                      region from them (same bytes as the all-reduce)

@@ -97,6 +97,21 @@ def _tp(g: Graph, cons: Constraints, lins: list[Linear], tp: int) -> tuple[dict[
             if rows:
                 known = trial
                 break
+    # a linear no later linear contracts (the LM head) is column-parallel alone when what its split forces
+    # reaches no other linear: its output stays split (Megatron's vocabulary-parallel output layer)
+    for a in lins:
+        if split(a, a.contracted, known) or split(a, a.column, known):
+            continue
+        for r in a.column:
+            trial, err = cons.solve({r: tp}, known)
+            if err is not None:
+                continue
+            new = {k for k in trial if k not in known}
+            if not any(b is not a and new & {*b.column, *b.contracted, *b.expert} for b in lins) \
+                    and not new & set(a.contracted):
+                known = trial
+                why.append(f"{a.node}: column-parallel alone (no later linear contracts {r}); its output stays split")
+                break
     return known, why
 
 
@@ -241,6 +256,11 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
                 reason = next((w.split(": ", 1)[1] for w in why if w.startswith(f"{x.node}:")),
                               "no column -> row pair reaches it")
                 replicated.append((x.node, reason))
+        alone = [w.split(":", 1)[0] for w in why if "column-parallel alone" in w]
+        if alone:
+            notes.append(f"tp: {', '.join(alone[:4])}{' ...' if len(alone) > 4 else ''} column-parallel alone (no "
+                         "later linear contracts their output rank: the LM head splits the vocabulary); their outputs "
+                         "stay split over the TP group")
         if split:
             shown = [f"{r}/{s}" for r, s in split.items()]
             notes.append(f"tp: {len(shown)} ranks split ({', '.join(shown[:6])}{', ...' if len(shown) > 6 else ''}); "
