@@ -49,6 +49,17 @@ def _serving_step(source: Path, frontend: str | None, phase: str, batch: int, se
     return Step(phase, batch=batch, seq=seq, kv_len=kv_len, cache=cache, page_size=page_size)
 
 
+def _train_spec(source: Path, frontend: str | None, loss: str, optimizer: str, master_dtype: str | None):  # noqa: ANN202
+    """The ``--train`` options as a TrainSpec; CaptureError for a source that is not a torch model."""
+    from ..frontends.common.training import TrainSpec
+    from ..frontends.select import detect_frontend
+
+    name = frontend or (detect_frontend(source) if source.is_file() else "torch")
+    if name != "torch":
+        raise CaptureError(f"{source.name}: --train captures torch models (this is a {name} source)")
+    return TrainSpec(loss=loss, optimizer=optimizer, master_dtype=master_dtype)
+
+
 def _opaque_report(g: Graph, name: str) -> None:
     ops = [n for n in g.nodes if n.kind == "opaque"]
     if ops:
@@ -128,6 +139,14 @@ def capture_command(
                                        "run on the CPU), uniform (default: expected distinct experts "
                                        "E(1-(1-k/E)^T)), balanced (T*k spread evenly) or skewed=ALPHA (power "
                                        "law); written into the graph's assumptions."),
+    train: bool = typer.Option(False, "--train", help="torch: capture a training step: forward, loss, backward "
+                               "and the optimizer update in one graph, each node's phase marked."),
+    loss: str = typer.Option("sum", "--loss", help="--train: the loss of the model's output: sum, mse (against "
+                             "a target like the output) or ce (cross entropy over the last dim)."),
+    optimizer: str = typer.Option("adamw", "--optimizer", help="--train: the update: adamw, sgd or none (the "
+                                  "gradients are the outputs)."),
+    master_dtype: str | None = typer.Option(None, "--master-dtype", help="--train: master weights and optimizer "
+                                            "state in this dtype (fp32) beside lower-precision parameters."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="Seconds one capture (a file, or one "
                                   "workload of a definition) may run before it is stopped as failed; a folder "
                                   "goes on to the next file (0: no limit)."),
@@ -152,6 +171,8 @@ def capture_command(
         options["routing"] = routing
     if phase is not None:
         options["step"] = _serving_step(source, frontend, phase, batch, seq, kv_len, cache, page_size)
+    if train:
+        options["train"] = _train_spec(source, frontend, loss, optimizer, master_dtype)
     from ..frontends.trace.detect import is_trace_source
 
     if frontend in (None, "trace") and (workloads is not None or is_trace_source(source)):

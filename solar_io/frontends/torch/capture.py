@@ -198,18 +198,26 @@ def _with_validation(g: Graph, v: Validation) -> Graph:
 def capture_file(path: Path, *, validate: bool = True, strict: bool = False, entry: str | None = None,
                  inputs: list[str] | None = None, dtype: str | None = None, seed: int = 0,
                  validate_budget: int = DEFAULT_BUDGET, eval_mode: bool = False, inputs_from: str | None = None,
-                 step: Any = None, routing: str | None = None, **_: Any) -> Graph:
+                 step: Any = None, routing: str | None = None, train: Any = None, **_: Any) -> Graph:
     """Capture the model in ``path`` (benchmark convention, or ``entry``; ``inputs_from`` names the
     callable giving the inputs instead of ``get_inputs``) into a validated Graph.
 
     ``eval_mode`` puts the model in eval mode (batch norm uses running statistics); by default
     it runs as the benchmark convention does. ``step`` (a :class:`.phases.Step`) captures one prefill
     or decode step over a KV cache instead of ``get_inputs()``. ``routing`` is the MoE routing model of
-    a value-specialised capture (:mod:`.routing`; default ``uniform``). Runs the user's code. Raises
-    CaptureError (one line) for anything the user can fix.
+    a value-specialised capture (:mod:`.routing`; default ``uniform``). ``train`` (a
+    :class:`..common.training.TrainSpec`) captures a training step instead (:mod:`.train`). Runs the
+    user's code. Raises CaptureError (one line) for anything the user can fix.
     """
     source = load_source(Path(path), entry=entry, inputs=inputs, dtype=dtype, eval_mode=eval_mode,
                          inputs_from=inputs_from)
+    if train is not None:
+        if step is not None:
+            raise CaptureError(f"{source.name}: --train and --phase are different captures; give one")
+        from .train import capture_train
+
+        return capture_train(source, train, validate=validate, strict=strict, seed=seed,
+                             validate_budget=validate_budget)
     if step is not None:
         from .phases import record_step, step_source
 

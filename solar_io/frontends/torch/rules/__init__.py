@@ -2,8 +2,10 @@
 
 from . import (  # noqa: F401
     attention,
+    backward,
     conv,
     elementwise,
+    flash,
     gather,
     loss,
     matmul,
