@@ -298,3 +298,15 @@ def test_status_names_the_missing_tool(monkeypatch):
     finally:
         monkeypatch.undo()
         jail.status.cache_clear()
+
+
+@needs_jail
+def test_the_user_namespace_form_runs(monkeypatch):
+    """Started by a user other than root, bwrap makes a user namespace in which the program is
+    uid 65534 (here root stands in for that user: the command and the runner take that path)."""
+    monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
+    cmd = jail.command("bwrap", ["true"], seccomp_fd=3, tmp_size=1 << 20, package_dir=PACKAGE)
+    assert cmd[1:6] == ["--unshare-user", "--uid", "65534", "--gid", "65534"] and "--cap-add" not in cmd
+    r = run_program("x = 1\n", {}, timeout=30)
+    assert not r.ok and "no model" in r.error and r.isolation["uid"] == jail.NOBODY
+    assert r.isolation["seccomp"] == "jail" and int(r.isolation["capabilities"], 16) == 0

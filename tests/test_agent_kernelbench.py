@@ -1,6 +1,6 @@
 """The agent frontend on KernelBench-convention files (``Model(*get_init_inputs())`` called on
-``get_inputs()``), read through the PyTorch frontend's loader: eleven problems across levels
-(elementwise, reductions, matmul, convolution, attention, norms, fused blocks, a file written
+``get_inputs()``), read through the PyTorch frontend's loader: twelve problems across levels
+(elementwise, a scalar argument, reductions, matmul, convolution, attention, norms, fused blocks, a file written
 for a GPU, an MLP, an RNN cell), each with replies in tests/agent_replays/kernelbench/ fed
 through the whole loop (golden run, jailed run, comparison, repair, lift). The lifted graph's
 MACs and transcendental counts must equal the PyTorch frontend's on the same file. The
@@ -121,3 +121,11 @@ def test_no_key_is_one_line_before_any_work(tmp_path, capsys):
     code, err = _cli(capsys, str(src), "--frontend", "agent")
     assert code == 1 and len(err.strip().splitlines()) == 1 and "ANTHROPIC_API_KEY" in err
     assert "Traceback" not in err and not marker.exists()  # checked before the source ran
+
+
+def test_a_non_tensor_input_is_a_constant_of_the_request():
+    c = ReplayClient(KB / "l1_5_matrix_scalar_first_try.json")
+    g = capture_file(KB / "l1_5_matrix_scalar.py", client=c, no_cache=True, log=lambda m: None)
+    req = c.requests[0]["messages"][0]["content"]
+    assert "Constant (non-tensor) arguments, fixed:\n- s = 3.14" in req and "- A: shape [8, 12]" in req
+    assert {t.name for t in g.tensors if t.role == "input"} == {"A"}
