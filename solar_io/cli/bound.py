@@ -137,15 +137,24 @@ def bound_command(
         text = to_json(reports, limit)
     elif output is not None:
         text = assumption_text(g) + render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1))
+        text += phase_text(g, reports[0])
     else:
         sys.stdout.write(assumption_text(g))
         render(reports, DEFAULT_TOP if top is None else (limit or len(g.nodes) or 1),
                console=Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+        sys.stdout.write(phase_text(g, reports[0]))
         return
     if output is None:
         sys.stdout.write(text)
         return
     _write(output, text)
+
+
+def phase_text(g, report) -> str:  # noqa: ANN001 - a Graph and its Report
+    """The training step's per-phase lines and live-activation peak (:mod:`solar_io.training`)."""
+    from ..training import phase_text as text
+
+    return text(g, report)
 
 
 def assumption_text(g) -> str:  # noqa: ANN001 - a Graph
