@@ -91,3 +91,25 @@ def test_svg_through_dot(tmp_path: Path) -> None:
     assert run(["graph", str(ROOT / "examples/graphs/mlp.yaml"), "--hw", "h100-sxm", "-o", str(out)]) == 0
     svg = out.read_text()
     assert svg.lstrip().startswith("<svg") and svg.count('class="node"') == 5
+
+
+def test_demo_model_small_twin_has_two_identical_blocks() -> None:
+    """The demo's decoder (examples/models/llama3_8b.py) at two layers: the blocks found are its layers, and
+    the head projects the last position only (a prefill step)."""
+    pytest.importorskip("torch")
+    from solar_io.frontends.select import capture
+    from solar_io.graphs.blocks import repeated_blocks
+    from solar_io.metrics import graph_metrics
+
+    path = ROOT / "examples/models/llama3_8b.py"
+    g = capture(path, "torch", entry=f"{path}:Small", inputs=["ids=int64[1,64]"])
+    assert g.validation.status == "passed"
+    b = repeated_blocks(g)
+    assert b is not None and b.repeats == 2
+    one, two = b.block(0), b.block(1)
+    assert [g.node_map[n].op for n in one] == [g.node_map[n].op for n in two]
+    # MACs by hand: per layer q,o (64x64) + k,v (64x32) + gate,up,down (64x160) per token, attention
+    # q.k and p.v (4 heads x 64 x 64 x 16, the causal mask multiplies all), head 64 -> 256 for one token
+    per_token = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 160
+    attention = 2 * 4 * 64 * 64 * 16
+    assert graph_metrics(g).macs == 2 * (64 * per_token + attention) + 64 * 256
