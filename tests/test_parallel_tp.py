@@ -118,3 +118,14 @@ def test_too_many_chips_for_the_system_or_the_spec():
         parallel_bound(g, "a100-sxm-80gb", parse_layout("tp=8,dp=2"))
     with pytest.raises(ParallelError, match="disagree"):
         parallel_bound(g, "b200", parse_layout("tp=2"), system="dgx-h100")
+
+
+def test_in_network_allreduce_sends_each_part_once():
+    g = load(MLP)
+    ring = parallel_bound(g, "h100-sxm", parse_layout("tp=8")).stages[0].collectives[0]
+    sharp = parallel_bound(g, "h100-sxm", parse_layout("tp=8"), allreduce="in-network").stages[0].collectives[0]
+    nbytes = 512 * 1024 * 2
+    assert ring.seconds == pytest.approx(2 * 7 / 8 * nbytes / NVLINK, rel=1e-12)
+    assert sharp.seconds == pytest.approx(7 / 8 * nbytes / NVLINK, rel=1e-12)
+    with pytest.raises(ParallelError, match="neither ring nor in-network"):
+        parallel_bound(g, "h100-sxm", parse_layout("tp=2"), allreduce="tree")

@@ -88,6 +88,8 @@ def bound_command(
                                       "joined by the spec's own interconnect."),
     microbatches: int = typer.Option(1, "--microbatches", min=1, help="With --parallel pp: microbatches per step "
                                      "(they split the batch rank); bubble (stages-1)/microbatches."),
+    allreduce: str = typer.Option("ring", "--allreduce", help="With --parallel: ring (2(n-1)/n bytes per chip, "
+                                  "default) or in-network (switches reduce: NVLink SHARP, InfiniBand SHARP)."),
 ) -> None:
     """Speed-of-light bounds of a graph on one or more chips: unfused, fused and cache-aware (finite on-chip
     memory, tiling and fusion; --capacity, --cache-bound, --no-cache-aware), per node, with headroom
@@ -100,7 +102,8 @@ def bound_command(
         from .bound_parallel import parallel_command
 
         return parallel_command(graph, resolve_graph(graph), hw, parallel, system, microbatches, fmt, output,
-                                strict_fp32=strict_fp32, strict_dequant=strict_dequant, residency=residency)
+                                allreduce=allreduce, strict_fp32=strict_fp32, strict_dequant=strict_dequant,
+                                residency=residency)
     if hw is None:
         raise BoundError("--hw: give a chip name, alias or spec path")
     chips = [h.strip() for h in hw.split(",") if h.strip()]

@@ -15,9 +15,11 @@ all-to-all     (n-1)/n * B                   n-1         (n-1)/n * B / bw + (n-1
 send/recv      B                             1           B / bw + alpha
 ============== ============================ =========== =====================================
 
-The ring is bandwidth-optimal for all-reduce (no algorithm sends fewer bytes per chip without
-reducing inside the network; NVLink SHARP and InfiniBand SHARP do, and are not modelled: see the
-report's assumptions). A group that spans ``m`` scale-up domains with ``g`` of its chips in each
+The ring is bandwidth-optimal for all-reduce among algorithms whose chips do the reducing; switches
+that reduce (NVLink SHARP on NVSwitch 3 and later, InfiniBand SHARP) need only ``(n-1)/n * B`` per
+chip each way: ``allreduce="in-network"`` (``--allreduce in-network``) prices them so.
+
+A group that spans ``m`` scale-up domains with ``g`` of its chips in each
 runs hierarchically: the ring inside each domain over ``scale_up`` on all ``B`` bytes, and a ring
 across domains over ``scale_out`` on the ``B / g`` bytes each chip is responsible for (every chip
 has its own network interface). The two phases work on different links and pipeline chunk by
@@ -55,8 +57,14 @@ def _factor(kind: str, n: int) -> tuple[float, int]:
     raise ParallelError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
 
 
-def ring_seconds(kind: str, n: int, nbytes: float, link: Link) -> float:
-    """Seconds of the ring ``kind`` over ``n`` chips on ``nbytes`` bytes over ``link`` (table above)."""
+def ring_seconds(kind: str, n: int, nbytes: float, link: Link, in_network: bool = False) -> float:
+    """Seconds of the ring ``kind`` over ``n`` chips on ``nbytes`` bytes over ``link`` (table above).
+
+    ``in_network``: the switches reduce (NVLink SHARP, InfiniBand SHARP), so an all-reduce sends each chip's
+    contribution to the other chips' parts once and receives their sums once: ``(n-1)/n * B / bw``, 2 steps
+    (the least any all-reduce can send per chip)."""
+    if in_network and kind == "all-reduce" and n > 1:
+        return (n - 1) / n * nbytes / link.bandwidth + 2 * (link.latency or 0.0)
     f, steps = _factor(kind, n)
     return f * nbytes / link.bandwidth + steps * (link.latency or 0.0)
 
@@ -103,7 +111,7 @@ def group_span(system: System, members: list[int]) -> tuple[int, int]:
     return max(domains.values()), len(domains)
 
 
-def _one(c: Collective, system: System, members: list[int]) -> tuple[float, str]:
+def _one(c: Collective, system: System, members: list[int], in_network: bool = False) -> tuple[float, str]:
     n = len(members)
     g, m = group_span(system, members)
     up, out = system.scale_up, system.scale_out
@@ -113,20 +121,21 @@ def _one(c: Collective, system: System, members: list[int]) -> tuple[float, str]
         return ring_seconds(c.kind, 2, c.nbytes, link), f"{link.kind} ({'inside' if m == 1 else 'across'} nodes)"
     if m == 1:
         assert up is not None
-        return ring_seconds(c.kind, n, c.nbytes, up), f"{up.kind}, {n} chips in one node"
+        return ring_seconds(c.kind, n, c.nbytes, up, in_network), f"{up.kind}, {n} chips in one node"
     assert out is not None
-    inside = ring_seconds(c.kind, g, c.nbytes, up) if g > 1 and up is not None else 0.0
-    across = ring_seconds(c.kind, m, c.nbytes / g, out)
+    inside = ring_seconds(c.kind, g, c.nbytes, up, in_network) if g > 1 and up is not None else 0.0
+    across = ring_seconds(c.kind, m, c.nbytes / g, out, in_network)
     return max(inside, across), f"{up.kind if up and g > 1 else '-'} x{g} in each of {m} nodes, {out.kind} across"
 
 
-def price(c: Collective, system: System, groups: list[list[int]]) -> Priced:
+def price(c: Collective, system: System, groups: list[list[int]], in_network: bool = False) -> Priced:
     """Price ``c`` on ``system``: every group of ``groups`` (chip numbers) runs it at once and a step
-    waits for the slowest, so the slowest group's time is the price."""
+    waits for the slowest, so the slowest group's time is the price. ``in_network``: all-reduces are
+    reduced in the switches (:func:`ring_seconds`)."""
     n = len(groups[0]) if groups else 1
     if n <= 1:
         return Priced(c, n, 0.0, "none (a group of one chip)")
-    seconds, links = max((_one(c, system, members) for members in groups), key=lambda t: t[0])
+    seconds, links = max((_one(c, system, members, in_network) for members in groups), key=lambda t: t[0])
     return Priced(c, n, seconds, links)
 
 

@@ -208,10 +208,15 @@ def _groups(lay: Layout, dim: str, stage: int) -> list[list[int]]:
 
 
 def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: Layout | None = None, *,
-                   system: System | str | None = None, microbatches: int = 1, **bound_options) -> ParallelReport:
+                   system: System | str | None = None, microbatches: int = 1, allreduce: str = "ring",
+                   **bound_options) -> ParallelReport:
     """Bound ``graph`` (one data-parallel replica's step) sharded by ``layout`` on ``system`` (a
     :class:`System`, a shipped system name, a path) or on ``layout.chips`` chips ``hw`` joined by its own
-    links. ``bound_options`` go to ``solar_io.bound`` (e.g. ``strict_fp32=True``)."""
+    links. ``allreduce``: ``ring`` (default) or ``in-network`` (switches reduce, :mod:`.collectives`).
+    ``bound_options`` go to ``solar_io.bound`` (e.g. ``strict_fp32=True``)."""
+    if allreduce not in ("ring", "in-network"):
+        raise ParallelError(f"--allreduce: {allreduce!r} is neither ring nor in-network")
+    in_network = allreduce == "in-network"
     import solar_io
     from solar_io.hardware import load_spec
     from solar_io.hardware.catalog import split_clock
@@ -246,7 +251,8 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
                   for label, nodes, f in parts]
         notes: list[str] = []
         work = _compose(graphs, p.graph, chip, bound_options, notes)
-        priced = tuple(price(c, sysm, _groups(layout, c.dim, s)) for c in _collectives(p, s, parts, graphs))
+        priced = tuple(price(c, sysm, _groups(layout, c.dim, s), in_network)
+                       for c in _collectives(p, s, parts, graphs))
         wbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs for t in sg.tensors if t.role == "weight")
         stages.append(StageResult(s, len(p.stages[s]), tuple(x[0] for x in parts), work, priced, wbytes,
                                   tuple(notes)))
@@ -265,7 +271,7 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
             over = max(make_over, make_over - bwd - opt + dp + opt, m * st.comm + dp)
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
-                          _assumptions(p, sysm, stages))
+                          _assumptions(p, sysm, stages, in_network))
 
 
 def _phase_times(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, fidelity: str,
@@ -282,7 +288,7 @@ def _phase_times(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, fidel
     return out[0], out[1]
 
 
-def _assumptions(p: Plan, s: System, stages: list[StageResult]) -> tuple[str, ...]:
+def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool = False) -> tuple[str, ...]:
     up, out = s.scale_up, s.scale_out
     lines = [f"system: {s.full_name}: {s.chips_per_node} chips per node, {s.nodes} node(s); layout {p.layout} on "
              f"{p.layout.chips} chips (tp innermost, then dp, then pp; ep groups inside dp)"]
@@ -295,9 +301,11 @@ def _assumptions(p: Plan, s: System, stages: list[StageResult]) -> tuple[str, ..
     if not any(ln is not None and ln.latency for ln in (up, out)):
         lines.append("latency: no link latency is published in the specs: 0 s per collective step (bandwidth terms "
                      "only, still a lower bound)")
-    lines.append("collectives: ring formulas (all-reduce 2(n-1)/n B/bw; all-gather, reduce-scatter, all-to-all "
-                 "(n-1)/n B/bw; send/recv B/bw); groups spanning nodes run hierarchically, the slower level binding; "
-                 "in-network reduction (NVLink SHARP, InfiniBand SHARP) is not modelled and could halve an all-reduce")
+    ar = ("all-reduce reduced in the switches (--allreduce in-network) (n-1)/n B/bw" if in_network else
+          "all-reduce 2(n-1)/n B/bw (--allreduce in-network: switches that reduce, NVLink or InfiniBand SHARP, "
+          "need half)")
+    lines.append(f"collectives: ring formulas ({ar}; all-gather, reduce-scatter, all-to-all (n-1)/n B/bw; send/recv "
+                 "B/bw); groups spanning nodes run hierarchically, the slower level binding")
     lines.append("inputs: graph inputs over split ranks (a KV cache split by heads, token ids split by SP) are taken "
                  "as already distributed; outputs over split ranks stay distributed (no final gather)")
     lines.append(f"pipeline: {len(stages)} stage(s), {p.microbatches} microbatch(es), bubble (stages-1)/microbatches "
