@@ -65,7 +65,8 @@ def _fmt(x: float | None, unit: str = "") -> str:
 
 
 def _cell(value: Any, text: str | None = None, cls: str = "") -> str:
-    sort = "" if value is None or isinstance(value, str) else f' data-v="{value!r}"'
+    numeric = value is not None and not isinstance(value, (bool, str)) and hasattr(value, "__float__")
+    sort = f' data-v="{float(value)!r}"' if numeric else ""  # numpy scalars too
     c = f' class="{cls}"' if cls else ""
     return f"<td{c}{sort}>{esc(value if text is None else text)}</td>"
 
