@@ -310,3 +310,14 @@ def test_the_user_namespace_form_runs(monkeypatch):
     r = run_program("x = 1\n", {}, timeout=30)
     assert not r.ok and "no model" in r.error and r.isolation["uid"] == jail.NOBODY
     assert r.isolation["seccomp"] == "jail" and int(r.isolation["capabilities"], 16) == 0
+
+
+@needs_jail
+def test_output_floods_cost_the_parent_nothing():
+    """What a program prints is kept only as a tail; an answer past its limit kills the program."""
+    noisy = "import os\nfor _ in range(64):\n    os.write(2, b'x' * (1 << 20))\nraise RuntimeError('RESULT done')\n"
+    assert "RESULT done" in _fails(noisy)  # 64 MiB on stderr: the run still reports
+    flood = LIBC + ("for fd in range(3, 12):\n    try:\n        os.write(fd, b'y' * (4 << 20))\n"
+                    "    except OSError:\n        pass\nraise RuntimeError('RESULT flooded')\n")
+    r = run_program(flood, {}, timeout=30, max_output=1 << 20)
+    assert not r.ok and "more than 1048576 bytes" in r.error, r.error

@@ -22,11 +22,10 @@ What it does (``command`` builds the ``bwrap`` line; ``_runner`` finishes inside
   ``fork``/``clone`` that is not a thread, so no shell or other program can start.
 - **limits** (set by the runner before anything else): CPU seconds, address space, the size of
   any file written, process/thread count, no core files; the parent also kills it after a
-  wall-clock timeout.
+  wall-clock timeout or past a size of answer, and keeps only the tail of what it prints.
 
 What it does not do: it does not hide the read-only system files listed above (a program can
-read ``/usr`` and the venv), it does not cap the bytes the program prints (bounded by its CPU
-time), and it trusts the kernel (a kernel exploit escapes any such jail).
+read ``/usr`` and the venv), and it trusts the kernel (a kernel exploit escapes any such jail).
 
 Requirements: ``bwrap`` (Debian/Ubuntu: ``apt-get install bubblewrap``; ``make jail`` does it as
 root) and libseccomp through ``pyseccomp`` (the ``llm`` extra). ``status()`` says whether both
@@ -173,17 +172,70 @@ def command(bwrap: str, argv: list[str], *, seccomp_fd: int, tmp_size: int, pack
             "--chdir", SANDBOX, *env, "--seccomp", str(seccomp_fd), "--", *argv]
 
 
-def run(bwrap: str, argv: list[str], *, stdin: bytes, timeout: float, tmp_size: int,
-        package_dir: Path) -> subprocess.CompletedProcess:
-    """Run ``argv`` in the jail with ``stdin``; TimeoutExpired after ``timeout`` wall seconds."""
+class OutputTooLarge(RuntimeError):
+    """The child wrote more than the answer may hold (it was killed)."""
+
+
+def run_bounded(cmd: list[str], *, stdin: bytes, timeout: float, max_stdout: int, stderr_tail: int = 1 << 16,
+                **popen: object) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout)`` with bounded
+    memory: stdout over ``max_stdout`` bytes kills the child (OutputTooLarge); of stderr only the
+    last ``stderr_tail`` bytes are kept (a program printing without end costs the parent nothing)."""
+    import threading
+
+    out, err = bytearray(), bytearray()
+    over = threading.Event()
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          **popen) as proc:  # type: ignore[call-overload]
+        def feed() -> None:
+            try:
+                proc.stdin.write(stdin)
+                proc.stdin.close()
+            except OSError:  # the child exited without reading it all
+                pass
+
+        def pump(stream, buf: bytearray, cap: int, tail: bool) -> None:
+            while chunk := stream.read1(1 << 16):
+                buf += chunk
+                if len(buf) > cap:
+                    if tail:
+                        del buf[:len(buf) - cap]
+                    else:
+                        over.set()
+                        proc.kill()
+                        return
+
+        threads = [threading.Thread(target=feed, daemon=True),
+                   threading.Thread(target=pump, args=(proc.stdout, out, max_stdout, False), daemon=True),
+                   threading.Thread(target=pump, args=(proc.stderr, err, stderr_tail, True), daemon=True)]
+        for t in threads:
+            t.start()
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            for t in threads[1:]:
+                t.join(5)
+    if over.is_set():
+        raise OutputTooLarge(f"the program wrote more than {max_stdout} bytes of output")
+    return subprocess.CompletedProcess(cmd, rc, bytes(out), bytes(err))
+
+
+def run(bwrap: str, argv: list[str], *, stdin: bytes, timeout: float, tmp_size: int, package_dir: Path,
+        max_stdout: int = 1 << 30) -> subprocess.CompletedProcess:
+    """Run ``argv`` in the jail with ``stdin``; TimeoutExpired after ``timeout`` wall seconds,
+    OutputTooLarge past ``max_stdout`` bytes of stdout (see ``run_bounded``)."""
     with tempfile.TemporaryFile() as bpf:
         base_filter().export_bpf(bpf)
         bpf.flush()
         bpf.seek(0)
         fd = bpf.fileno()
         cmd = command(bwrap, argv, seccomp_fd=fd, tmp_size=tmp_size, package_dir=package_dir)
-        return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, env=environment("/"),
-                              pass_fds=(fd,), start_new_session=True, cwd="/")
+        return run_bounded(cmd, stdin=stdin, timeout=timeout, max_stdout=max_stdout, env=environment("/"),
+                           pass_fds=(fd,), start_new_session=True, cwd="/")
 
 
 @functools.lru_cache(maxsize=1)
@@ -218,5 +270,5 @@ def unavailable_message(why: str) -> str:
             "or pass --unsafe-exec to run them with resource limits and an audit hook only")
 
 
-__all__ = ["ALLOWED_ENV", "DENIED", "NOBODY", "SANDBOX", "Status", "base_filter", "command", "environment",
-           "no_spawn_filter", "run", "status", "unavailable_message"]
+__all__ = ["ALLOWED_ENV", "DENIED", "NOBODY", "SANDBOX", "OutputTooLarge", "Status", "base_filter", "command",
+           "environment", "no_spawn_filter", "run", "run_bounded", "status", "unavailable_message"]

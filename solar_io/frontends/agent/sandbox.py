@@ -71,12 +71,13 @@ def _signal_name(rc: int) -> str | None:
 def run_program(code: str, inputs: dict, *, timeout: float = DEFAULT_TIMEOUT, memory: int = DEFAULT_MEMORY,
                 cpu_time: float | None = None, file_size: int = DEFAULT_FILE_SIZE,
                 processes: int = DEFAULT_PROCESSES, name: str = "prog", lift_only: bool = False,
-                unsafe: bool = False) -> RunResult:
+                max_output: int = 1 << 30, unsafe: bool = False) -> RunResult:
     """Run IR program text ``code`` on ``inputs`` {name: array} in the jail and lift it.
 
     ``timeout``: wall seconds; ``cpu_time``: CPU seconds (default ``timeout`` + 1); ``memory``:
     address space; ``file_size``: largest file and tmpfs size; ``processes``: RLIMIT_NPROC;
-    ``name``: the graph's name; ``lift_only``: lift without running ``model``."""
+    ``name``: the graph's name; ``lift_only``: lift without running ``model``; ``max_output``:
+    bytes of answer (outputs and graph) read back before the program is killed."""
     st = require_jail(unsafe)
     jailed = st.ok
     name = re.sub(r"\W", "_", name) or "prog"
@@ -89,13 +90,16 @@ def run_program(code: str, inputs: dict, *, timeout: float = DEFAULT_TIMEOUT, me
             argv = [sys.executable, "-I", "-c", _BOOT, str(cpu), str(int(memory)), str(int(file_size)),
                     str(int(processes)), "1", jail.SANDBOX]
             proc = jail.run(st.bwrap, argv, stdin=stdin, timeout=timeout, tmp_size=file_size,
-                            package_dir=_ROOT / "solar_io")
+                            package_dir=_ROOT / "solar_io", max_stdout=max_output)
         else:
             with tempfile.TemporaryDirectory(prefix="solar-io-agent-") as tmp:
                 argv = [sys.executable, "-I", "-c", _BOOT, str(cpu), str(int(memory)), str(int(file_size)),
                         str(int(processes)), "0", tmp]
-                proc = subprocess.run(argv, input=stdin, cwd=tmp, env=jail.environment(tmp), capture_output=True,
-                                      timeout=timeout, start_new_session=True)
+                proc = jail.run_bounded(argv, stdin=stdin, timeout=timeout, max_stdout=max_output, cwd=tmp,
+                                        env=jail.environment(tmp), start_new_session=True)
+    except jail.OutputTooLarge as e:
+        return RunResult(False, error=f"the program was killed: {e} (its outputs and lifted graph; limit "
+                         f"{max_output} bytes)")
     except subprocess.TimeoutExpired:
         return RunResult(False, error=f"the program was killed: it ran longer than the time limit of "
                          f"{timeout:g} s (an infinite loop, or loops too large for plain Python)")
