@@ -177,8 +177,9 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
     b = lowered.builder
     graph = b.build(lowered.outputs, name=Path(source.name).stem, producer=producer)
-    if plan is not None:
-        graph = replace(graph, assumptions=graph.assumptions + assumptions(plan))
+    found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
+    if found:
+        graph = replace(graph, assumptions=graph.assumptions + found)
     outputs = b.output_names
     cap = Capture(source, ep, lowered, graph, outputs, plan)
     if not validate:

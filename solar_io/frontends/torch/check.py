@@ -96,8 +96,9 @@ class RandomRecorder(torch.utils._python_dispatch.TorchDispatchMode):
 
 def _family(op: str) -> str:
     """The eager op a graph's choice tensor is matched with (argsort runs as a sort)."""
-    name = op.split(".")[1] if op.startswith("aten.") else op
-    return "sort" if name in ("sort", "argsort") else name
+    name = op.split(".")[1] if op.startswith(("aten.", "transformers.")) else op
+    return "sort" if name in ("sort", "argsort") else "grouped_mm" if name in ("grouped_mm_fallback", "_grouped_mm") \
+        else name
 
 
 class SelectionRecorder(torch.utils._python_dispatch.TorchDispatchMode):
@@ -112,7 +113,11 @@ class SelectionRecorder(torch.utils._python_dispatch.TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         out = func(*args, **(kwargs or {}))
         name = func._schema.name.split("::")[-1]
-        if name in ("topk", "sort", "argsort", "multinomial", "bernoulli"):
+        if name in ("grouped_mm_fallback", "_grouped_mm"):  # grouped expert matmuls: their offsets
+            offs = args[2] if len(args) > 2 else (kwargs or {}).get("offs")
+            if isinstance(offs, torch.Tensor):
+                self.values.setdefault("grouped_mm", []).append((offs.detach().clone(), args[0].shape[0]))
+        elif name in ("topk", "sort", "argsort", "multinomial", "bernoulli"):
             res = tuple(out) if isinstance(out, (tuple, list)) else (out,)
             if name == "argsort":
                 res = (None,) + res
@@ -136,6 +141,9 @@ def _fill_selections(cap: Capture, recorded: SelectionRecorder) -> str | None:
             return f"the eager run made {len(calls)} {fam} call(s), the graph has more ({name})"
         if result == -1:  # a bernoulli's uniform draws: 1 - result gives the same result under u < p
             arr = 1.0 - to_numpy(calls[i][0]).astype(np.float32)
+        elif result == -2:  # the expert of each row of a grouped matmul, from its cumulative offsets
+            offs, rows = to_numpy(calls[i][0]).astype(np.int64), int(calls[i][1])
+            arr = np.minimum(np.searchsorted(offs, np.arange(rows), side="right"), len(offs) - 1)
         else:
             arr = to_numpy(calls[i][result])
         if arr.shape != shapes[name]:

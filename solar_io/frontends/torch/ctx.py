@@ -77,6 +77,8 @@ class LowerCtx:
     opaque_targets: set[Any] = field(default_factory=set)
     #: specialised choice tensors whose values validation takes from the eager run: (tensor, op, result)
     selections: list[tuple[str, str, int]] = field(default_factory=list)
+    #: assumptions a rule made that change a number (graph ``assumptions``, format 1.3)
+    assumptions: list[Any] = field(default_factory=list)
 
     # ------------------------------------------------------------------ facts
     @property

@@ -38,6 +38,7 @@ class Lowered:
     lowered_ops: set[str] = field(default_factory=set)  # ops (name and name.overload) lowered by a rule
     opaque_targets: set[Any] = field(default_factory=set)  # fx targets that became opaque nodes
     selections: list[tuple[str, str, int]] = field(default_factory=list)  # choice tensors (rules/select.py)
+    assumptions: list[Any] = field(default_factory=list)  # what rules assumed (graph assumptions)
 
 
 def lower(ep: Any, source_name: str | None = None, strict: bool = False) -> Lowered:
@@ -93,7 +94,7 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False) -> Lowe
                 if isinstance(v, torch.fx.Node) and v.name in user_outs and isinstance(env.get(v), T):
                     outputs.append(env[v].name)
     return Lowered(b, outputs, sources, ctx.const_data, opaque, fx_tensors, opaque_fns, ctx.lowered_ops,
-                   ctx.opaque_targets, ctx.selections)
+                   ctx.opaque_targets, ctx.selections, ctx.assumptions)
 
 
 def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list, opaque_fns: dict) -> Any:

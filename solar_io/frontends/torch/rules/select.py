@@ -205,3 +205,44 @@ def bernoulli(ctx: LowerCtx, a: Args) -> T:
     if a.p is not None:
         raise NoLowering("bernoulli with a tensor p")
     return _bernoulli(ctx, x, x)
+
+
+@rule("transformers.grouped_mm_fallback", "aten._grouped_mm")
+def grouped_mm(ctx: LowerCtx, a: Args) -> T:
+    """Hugging Face's grouped matmul of MoE experts (``transformers.integrations.moe``): rows of ``input``
+    sorted by expert, ``offs`` the cumulative rows per expert; row ``s`` multiplies its expert's
+    ``weight[e]``. One contraction ``out[s, o] = sum_d input[s, d] * weight[@eid[s], d, o]`` (``S*Din*Dout``
+    MACs, the same whatever the routing), ``eid`` a choice (the expert of each row, from the eager run's
+    ``offs``) tied to ``offs`` (``E - 1`` operations). The weight is read through the gather: at most
+    ``min(E, S)`` experts, every pair taken to a distinct expert (the balanced count; the shapes do not
+    depend on the routing, so ``--routing`` does not change this graph), recorded as a routing assumption."""
+    from ....graph import Assumption
+
+    if ctx.op == "aten._grouped_mm":
+        if a.bias is not None or a.out_dtype is not None or a.offs is None:
+            raise NoLowering("_grouped_mm with a bias, an out_dtype or no offsets")
+        x, w, offs = a.self, a.mat2, a.offs
+    else:
+        x, w, offs = a.input, a.weight, a.offs
+    xs, ws = ctx.shape(x), ctx.shape(w)
+    if len(xs) != 2 or len(ws) != 3 or len(ctx.shape(offs)) != 1:
+        raise NoLowering("grouped_mm of other ranks than (S, D) x (E, D, O)")
+    xr = list(ctx.ranks(x))
+    ctx.b.bind(w.name, ["E", xr[1], None])
+    wr = list(ctx.ranks(w))
+    c = ctx.reduce(offs, None, False, "max", suffix="extreme")
+    table = choice(ctx, [xr[0]], "transformers.grouped_mm_fallback", -2)
+    eid = tied(ctx, c, table, suffix="expert")
+    (o,) = ctx.b.distinct([wr[2]], xr)
+    out = ctx.tensor([xr[0], o], ctx.dtype(x))
+    ctx.b.einsum(out.name, ctx.op, [xr[0], o, xr[1]],
+                 [access(x.name, [xr[0], xr[1]]), Access(w.name, (Indirect(eid.name), expr(xr[1]), expr(o))),
+                  access(eid.name, [xr[0]])], access(out.name, [xr[0], o]), "mul", "add", location=ctx.location)
+    ctx.assumptions.append(Assumption(
+        "routing", f"{ctx.name} ({ctx.op})",
+        f"grouped expert matmul with shapes independent of the routing: {xs[0]} token-expert rows over "
+        f"{ws[0]} experts; weight bytes count min(E, rows) = {min(ws[0], xs[0])} experts (each row taken to a "
+        "distinct expert, the balanced count)",
+        (("experts", ws[0]), ("rows", xs[0]), ("distinct_experts", min(ws[0], xs[0])))))
+    return out
+
