@@ -321,3 +321,16 @@ def test_output_floods_cost_the_parent_nothing():
                     "    except OSError:\n        pass\nraise RuntimeError('RESULT flooded')\n")
     r = run_program(flood, {}, timeout=30, max_output=1 << 20)
     assert not r.ok and "more than 1048576 bytes" in r.error, r.error
+
+
+def test_agent_fallback_without_jail_stops_before_capturing(monkeypatch, capsys):
+    pytest.importorskip("torch")
+    from solar_io.cli.main import main
+
+    monkeypatch.setattr(jail, "status", lambda: jail.Status(False, "bwrap (bubblewrap) is not installed: "
+                                                              + jail.INSTALL))
+    model = Path(__file__).parent / "agent_replays" / "custom_op_torch.py"
+    with pytest.raises(SystemExit) as e:
+        main(["capture", str(model), "--agent-fallback"])
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and len(err.strip().splitlines()) == 1 and "--unsafe-exec" in err

@@ -86,6 +86,10 @@ def capture(path: Path, frontend: str | None = None, **options) -> Graph:
         raise CaptureError(f"{path.name}: {misplaced[0]} applies to loop-IR programs only (this is a {name} "
                            "source)")
     mod = frontend_module(name)
+    if options.get("agent_fallback"):  # before any work: translated ops run only in the jail (or --unsafe-exec)
+        from .agent.sandbox import require_jail
+
+        require_jail(bool(options.get("unsafe_exec")))
     try:
         g = mod.capture_file(path, **options)
         if options.get("agent_fallback") and any(n.kind == "opaque" for n in g.nodes):
