@@ -129,3 +129,10 @@ def test_a_non_tensor_input_is_a_constant_of_the_request():
     req = c.requests[0]["messages"][0]["content"]
     assert "Constant (non-tensor) arguments, fixed:\n- s = 3.14" in req and "- A: shape [8, 12]" in req
     assert {t.name for t in g.tensors if t.role == "input"} == {"A"}
+
+
+def test_bf16_is_refused_in_one_line():
+    from solar_io.frontends.common.errors import CaptureError
+
+    with pytest.raises(CaptureError, match="bf16/fp8 values.*--frontend torch"):
+        capture_file(SOFTMAX, dtype="bf16", client=ReplayClient([]), no_cache=True, log=lambda m: None)

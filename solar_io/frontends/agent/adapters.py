@@ -248,6 +248,11 @@ def golden_torch(path: Path, seed: int, *, entry: str | None = None, inputs: lis
     outs = {k: v for k, v in _named(res, path).items() if isinstance(v, torch.Tensor)}
     if not outs:
         raise CaptureError(f"{path.name}: the forward returned no tensor")
+    odd = sorted(k for k, v in {**args, **weights, **outs}.items() if v.dtype in (torch.bfloat16,) or
+                 "float8" in str(v.dtype))
+    if odd:
+        raise CaptureError(f"{path.name}: {', '.join(odd)[:200]} hold bf16/fp8 values, which the agent's golden "
+                           "data (numpy) cannot hold; translate at fp32 (no --dtype bf16) or use --frontend torch")
     to_np = {k: v.detach().cpu().numpy() for k, v in {**args, **weights}.items()}
     where = ", written for a GPU" if src.accelerator else ""
     return Golden(to_np, {k: v.detach().cpu().numpy() for k, v in outs.items()}, "torch",
