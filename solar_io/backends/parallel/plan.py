@@ -121,8 +121,8 @@ def _stages(g: Graph, pp: int, times: dict[str, float] | None) -> tuple[tuple[st
         return (tuple(names),)
     cuts = layer_cuts(g)
     if len(cuts) < pp - 1:
-        raise ParallelError(f"--parallel pp={pp}: the graph has {len(cuts)} layer boundaries (cuts where only "
-                            f"the narrowest activations cross), it needs {pp - 1}")
+        raise ParallelError(f"--parallel pp={pp}: the graph has {len(cuts)} layer boundaries (cuts where one "
+                            f"activation, no wider than most such cuts, crosses), it needs {pp - 1}")
     w = [times.get(n, 0.0) if times else 1.0 for n in names]
     prefix = [0.0]
     for x in w:

@@ -14,8 +14,9 @@ Everything is read from the graph's structure, never from names:
 - the **token ranks** are the ranks of the first linear's activation that are neither contracted
   nor in its weight (``B, S``); sequence parallelism splits the last of them that the TP degree
   divides.
-- a **layer boundary** is a point in node order where the activations that cross it (made
-  before, read after) have the fewest bytes of any point: the residual stream between blocks.
+- a **layer boundary** is a point in node order where one activation alone crosses (made before,
+  read after; a view counts as what it views) and it is no wider than the median such point: the
+  residual stream between blocks, not the wide inner activation of an MLP.
 - a **gradient** is a tensor a ``backward``-phase node writes that is a graph output or read by
   an ``optimizer``-phase node and has the shape of a weight.
 """
@@ -131,9 +132,9 @@ def touched_ranks(g: Graph, n: Node) -> set[str]:
 
 
 def layer_cuts(g: Graph) -> list[tuple[int, float, list[str]]]:
-    """(cut after node index i, bytes crossing, tensors crossing) at every layer boundary: the cuts
-    whose crossing activations have the fewest bytes (graph inputs, weights and constants, which
-    every stage can read, do not cross)."""
+    """(cut after node index i, bytes crossing, tensors crossing) at every layer boundary (module
+    docstring; graph inputs, weights and constants, which every stage can read, do not cross). A
+    graph with no single-activation cut falls back to the cuts of the fewest bytes."""
     index = {n.name: i for i, n in enumerate(g.nodes)}
     made_by = producers(g)
     last: dict[str, int] = {}
@@ -154,11 +155,14 @@ def layer_cuts(g: Graph) -> list[tuple[int, float, list[str]]]:
         crossing = sorted(live, key=lambda t: index[made_by[t]])
         bases = {_base(g, t, made_by) for t in crossing}  # a view crosses as the tensor it views
         nbytes = sum(tensor_bytes(g, g.tensor_map[t]) for t in bases)
-        cuts.append((i, nbytes, crossing))
-    if not cuts:
-        return []
-    best = min(b for _, b, _ in cuts)
-    return [c for c in cuts if c[1] <= best]
+        cuts.append((i, nbytes, crossing, len(bases)))
+    single = [c for c in cuts if c[3] == 1]
+    if not single:
+        best = min((c[1] for c in cuts), default=0.0)
+        return [c[:3] for c in cuts if c[1] <= best]
+    widths = sorted(c[1] for c in single)
+    median = widths[(len(widths) - 1) // 2]
+    return [c[:3] for c in single if c[1] <= median]
 
 
 def _base(g: Graph, t: str, made_by: dict[str, str]) -> str:
