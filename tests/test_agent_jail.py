@@ -334,3 +334,18 @@ def test_agent_fallback_without_jail_stops_before_capturing(monkeypatch, capsys)
         main(["capture", str(model), "--agent-fallback"])
     err = capsys.readouterr().err
     assert e.value.code == 1 and len(err.strip().splitlines()) == 1 and "--unsafe-exec" in err
+
+
+@needs_jail
+def test_only_the_private_tmpfs_is_writable():
+    dirs = ["/", "/dev", "/dev/shm", "/usr", "/tmp", "/etc", sys.prefix, str(PACKAGE), os.path.expanduser("~"),
+            jail.SANDBOX]
+    code = LIBC + f"""
+res = []
+for d in {dirs!r}:
+    fd = libc.open((d + '/jail_probe_{uuid.uuid4().hex}').encode(), os.O_CREAT | os.O_WRONLY, 0o600)
+    res.append(d + '=' + ('written' if fd >= 0 else 'refused'))
+raise RuntimeError('RESULT ' + ' '.join(res))
+"""
+    got = dict(x.split("=") for x in _fails(code).split("RESULT ")[1].split())
+    assert got.pop(jail.SANDBOX) == "written" and set(got.values()) == {"refused"}, got
