@@ -86,6 +86,9 @@ def test_bound_cli_parallel(cli, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(out.read_text())
     assert doc["system"] == "dgx-h100x4" and doc["chips"] == 32 and doc["tp_split_ranks"] == {"H": 8}
+    schema = json.loads((ROOT / "schema" / "parallel-report-v1.schema.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    assert not [e.message for e in Draft202012Validator(schema).iter_errors(doc)]
     r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2,bogus")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot read 'bogus'" in r.stderr
 

@@ -85,6 +85,7 @@ class ParallelReport:
     overlapped: dict[str, float]  # per fidelity: step seconds, communication overlapped
     serial: dict[str, float]  # per fidelity: step seconds, communication after compute
     assumptions: tuple[str, ...]
+    allreduce: str = "ring"
 
     @property
     def bubble(self) -> float:
@@ -271,7 +272,7 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
             over = max(make_over, make_over - bwd - opt + dp + opt, m * st.comm + dp)
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
-                          _assumptions(p, sysm, stages, in_network))
+                          _assumptions(p, sysm, stages, in_network), allreduce)
 
 
 def _phase_times(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, fidelity: str,

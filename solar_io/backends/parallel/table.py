@@ -60,8 +60,9 @@ def render(r: ParallelReport) -> str:
 
 
 def document(r: ParallelReport) -> dict[str, Any]:
-    """The report as a plain mapping (seconds, bytes), for YAML or JSON."""
+    """The report as a plain mapping (seconds, bytes), for YAML or JSON (``schema/parallel-report-v1.schema.json``)."""
     return {
+        "format": "solar-io.parallel-report", "version": "1.0", "allreduce": r.allreduce,
         "graph": r.graph, "system": r.system.name, "chip": r.system.chip.name, "layout": str(r.layout),
         "chips": r.layout.chips, "microbatches": r.microbatches, "bubble": r.bubble,
         "tp_split_ranks": dict(r.plan.tp_splits), "column_parallel": list(r.plan.column),
