@@ -136,3 +136,22 @@ def test_bf16_is_refused_in_one_line():
 
     with pytest.raises(CaptureError, match="bf16/fp8 values.*--frontend torch"):
         capture_file(SOFTMAX, dtype="bf16", client=ReplayClient([]), no_cache=True, log=lambda m: None)
+
+
+def test_entry_naming_an_importable_module(tmp_path, monkeypatch, capsys):
+    from solar_io.frontends.agent import jail
+
+    pkg = tmp_path / "kbpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "softmax.py").write_text(SOFTMAX.read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SOLAR_IO_AGENT_REPLAY", str(SOFTMAX_REPLY))
+    out = tmp_path / "g.yaml"
+    unsafe = [] if jail.status().ok else ["--unsafe-exec"]
+    code, err = _cli(capsys, str(tmp_path / "absent.py"), "--frontend", "agent", "--entry", "kbpkg.softmax:Model",
+                     "-o", str(out), "--no-cache", *unsafe)
+    assert code == 0, err
+    assert load(out).producer.source == "softmax.py"
+    code, err = _cli(capsys, str(tmp_path / "absent.py"), "--frontend", "agent", "--entry", "kbpkg.nothere:Model")
+    assert code == 1 and "cannot find module kbpkg.nothere" in err and len(err.strip().splitlines()) == 1, err

@@ -4,6 +4,7 @@ diagnose and retry → lift; successful translations are cached."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from ...errors import SolarIOError
 from ...format.files import loads
 from ...graph import Graph, Producer, Validation
 from ..common.errors import CaptureError
+from ..common.inputs import split_entry
 from ..loopir import SPEC_PATH
 from .adapters import Golden, capture_golden, conventions
 from .client import DEFAULT_MODEL, MAX_TOKENS, AnthropicClient, Client, ReplayClient
@@ -147,6 +149,28 @@ def check(code: str, golden: Golden, *, timeout: float, memory: int, name: str =
     return None, cmp, r.isolation, r.graph
 
 
+def entry_source(path: Path, entry: str | None) -> Path:
+    """The file whose text goes to the model: ``--entry FILE.py:NAME``'s file, the file of an
+    importable module ``--entry pkg.mod:NAME`` (found without importing it where it can be), else
+    ``path``."""
+    if not entry:
+        return path
+    where, _ = split_entry(entry)
+    if not where:
+        return path
+    if where.endswith(".py") or Path(where).is_file():
+        return Path(where)
+    try:
+        spec = importlib.util.find_spec(where)
+    except (ImportError, ValueError) as e:
+        raise CaptureError(f"--entry {entry}: cannot find module {where}: {e}") from None
+    if spec is None:
+        raise CaptureError(f"--entry {entry}: cannot find module {where}")
+    if not (spec.origin or "").endswith(".py"):
+        raise CaptureError(f"--entry {entry}: module {where} has no Python source file to translate")
+    return Path(spec.origin)
+
+
 def capture_file(path: Path | str, *, validate: bool = True, strict: bool = False, seed: int = 0,
                  golden: Path | str | None = None, model: str | None = None, max_attempts: int = 5,
                  no_cache: bool = False, client: Client | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -164,7 +188,7 @@ def capture_file(path: Path | str, *, validate: bool = True, strict: bool = Fals
     Before any work: the jail must work (or ``unsafe_exec``) and, unless a client, a replay or a
     cached translation of this source is there, ANTHROPIC_API_KEY must be set.
     """
-    path = Path(path)
+    path = entry_source(Path(path), entry)
     if not path.is_file():
         raise CaptureError(f"{path}: no such file")
     if max_attempts < 1:
