@@ -6,11 +6,13 @@ optimizer step is ``torch.optim.AdamW`` / ``SGD`` on copies of the parameters (t
 their dtype) whose state is preloaded with seeded moments (``exp_avg`` normal, ``exp_avg_sq``
 uniform in [0, 1)) at ``step - 1``. The graph runs on the reference executor with the same
 weights, inputs, target and state; the loss and every updated tensor (or every gradient, without
-an optimizer) are compared with the dtype tolerances of ``common/validation.py``.
+an optimizer) are compared with the dtype tolerances of ``common/validation.py`` (updates computed
+from a lower-precision gradient at the gradient's).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -94,7 +96,12 @@ def validate_step(g: Graph, lowered: Lowered, source: Source, spec: TrainSpec,
     except Exception as e:
         return Validation("failed", "reference-executor", reference, seed,
                           reason=f"executing the graph raised {type(e).__name__}: {str(e)[:300]}")
-    record, _ = compare(g, got, want, reference=reference, seed=seed)
+    # an update computed from a lower-precision gradient (bf16 grads, fp32 state) is compared at the
+    # gradient dtype's tolerance: the eager and graph gradients differ by that dtype's rounding
+    loose = {names[k]: g.tensor_map[p.grad].dtype for p, names in params
+             for k in ("exp_avg_new", "exp_avg_sq_new", "updated") if k in names}
+    view = replace(g, tensors=tuple(replace(t, dtype=loose[t.name]) if t.name in loose else t for t in g.tensors))
+    record, _ = compare(view, got, want, reference=reference, seed=seed)
     return record
 
 
