@@ -18,11 +18,12 @@ at seq 2048, bf16, captured on meta tensors), captured once into ``--cache DIR``
 - ``bound``: ``bound(..., cache_aware=True)`` on a fresh graph object with the tiling caches emptied
   (the first chip, cold), and ``/load`` its ratio to the load;
 - ``+chip``: the same graph object bounded again on another chip with the same on-chip capacity
-  (h100-pcie after h100-sxm), and ``/bound`` its ratio to the first chip;
-- ``+chip S``: again on a chip with another on-chip capacity (b200: the tiling problems change with
-  S, so they are solved again; only the traffic model is shared);
-- ``4 chips``: ``bound_many`` on four chips, cache-aware, fresh graph object, caches emptied, and
-  ``/bound``.
+  (h200-sxm after h100-sxm, both 83.2 MB), and ``/bound`` its ratio to the first chip;
+- ``+chip S``: again on a chip with another on-chip capacity (h100-pcie, 79.0 MB: the tiling
+  problems at the new S are solved again; the traffic model and every capacity-independent table
+  are shared), and ``/bound``;
+- ``4 chips``: ``bound_many`` on h100-sxm, h200-sxm, h100-pcie and a100-sxm-80gb, cache-aware,
+  fresh graph object, caches emptied, and ``/bound`` (1 + the three extra chips' shares).
 
 ``--synthetic N ...`` instead times the synthetic transformer-like graphs of issue 3 (10k, 30k and
 100k nodes by default) without the cache-aware fidelity, metrics and bound.
@@ -108,11 +109,11 @@ def models(cache: Path) -> None:
         g = solar_io.load(path)
         _cold()
         _, t_first = _timed(lambda g=g: solar_io.bound(g, "h100-sxm", cache_aware=True))
-        _, t_same = _timed(lambda g=g: solar_io.bound(g, "h100-pcie", cache_aware=True))
-        _, t_other = _timed(lambda g=g: solar_io.bound(g, "b200", cache_aware=True))
+        _, t_same = _timed(lambda g=g: solar_io.bound(g, "h200-sxm", cache_aware=True))
+        _, t_other = _timed(lambda g=g: solar_io.bound(g, "h100-pcie", cache_aware=True))
         g4 = solar_io.load(path)
         _cold()
-        _, t_many = _timed(lambda g=g4: bound_many(g, ["h100-sxm", "h100-pcie", "b200", "a100-sxm-80gb"],
+        _, t_many = _timed(lambda g=g4: bound_many(g, ["h100-sxm", "h200-sxm", "h100-pcie", "a100-sxm-80gb"],
                                                    cache_aware=True))
         print(f"{path.stem:14} {len(g.nodes):6d} {t_load:7.3f} {t_roof:10.3f} {t_first:8.3f} {t_first / t_load:6.2f} "
               f"{t_same:8.3f} {t_same / t_first:7.2f} {t_other:10.3f} {t_other / t_first:7.2f} {t_many:10.3f} "

@@ -100,6 +100,7 @@ class Segments:
         self.structure = view.memo(("structure", window), lambda: structure(g, gm.nodes, view, window))
         self._single: dict[int, Span] = {}
         self._spans: dict[tuple[int, ...], Span | None] = {}
+        self._long: dict[tuple[int, int], Span | None] = {}
         # Capacity-independent facts, shared by every capacity (chip) of this graph when reusing:
         # node key -> (einsum, exemplar node); segment -> its external, avoided and live bytes.
         gen = GENERATION[0]
@@ -168,8 +169,12 @@ class Segments:
     # ------------------------------------------------------------------ segments
     def span(self, i: int, j: int) -> Span | None:
         """Segment ``i..j`` as one group (None when it cannot be one)."""
-        if not self.reuse or j - i >= self.window:
+        if not self.reuse:
             return self._span_fresh(i, j)
+        if j - i >= self.window:  # a long kernel or the whole graph: by position (not counted as distinct)
+            if (i, j) not in self._long:
+                self._long[(i, j)] = self._span_fresh(i, j)
+            return self._long[(i, j)]
         key = self.structure.context[i:j + 1]
         if key in self._spans:
             self.span_hits += 1
