@@ -46,6 +46,10 @@ def test_hw_show_prints_the_interconnect():
     assert "interconnect" in out and "NVLink 5" in out and "900 GB/s" in out and "8 chips" in out
     out = CliRunner().invoke(hw_app, ["show", "jetson-agx-thor"], env=WIDE).output
     assert "interconnect: none given" in out
+    out = CliRunner().invoke(hw_app, ["show", "dgx-h100x4"], env=WIDE).output
+    assert "4 node(s) x 8 chips = 32 chips" in out and "InfiniBand NDR" in out and "50 GB/s per chip each way" in out
+    out = CliRunner().invoke(hw_app, ["list"], env=WIDE).output
+    assert "gb200-nvl72" in out and "1 x 72" in out
 
 
 def test_shipped_systems_validate_and_load():

@@ -69,7 +69,37 @@ def list_cmd() -> None:
             format_si(spec.dram_bandwidth, "B/s"), format_si(spec.peak("matrix", "bf16"), "FLOP/s"),
             format_si(spec.peak("matrix", "fp8"), "FLOP/s"), ", ".join(spec.aliases),
         )
-    Console(highlight=False).print(table)
+    console = Console(highlight=False)
+    console.print(table)
+    from solar_io.backends.parallel.system import load_system, system_names
+
+    systems = Table(title="systems (solar-io bound --parallel ... --system NAME)")
+    for header in ("name", "system", "chip", "chips", "scale-up per chip", "scale-out per chip"):
+        systems.add_column(header, overflow="fold")
+    for sname in system_names():
+        s = load_system(sname)
+        systems.add_row(s.name, s.full_name, s.chip.name, f"{s.nodes} x {s.chips_per_node}",
+                        format_si(s.scale_up.bandwidth if s.scale_up else None, "B/s"),
+                        format_si(s.scale_out.bandwidth if s.scale_out else None, "B/s"))
+    console.print(systems)
+
+
+def _show_system(name: str, console: Console) -> None:
+    from solar_io.backends.parallel.system import load_system
+
+    s = load_system(name)
+    console.print(f"[bold]{s.name}[/]: {s.full_name}")
+    console.print(f"chip: {s.chip.name} ({s.chip.full_name}); {s.nodes} node(s) x {s.chips_per_node} chips = "
+                  f"{s.chips} chips")
+    for label, ln in (("scale-up (inside a node)", s.scale_up), ("scale-out (across nodes)", s.scale_out)):
+        if ln is not None:
+            console.print(f"{label}: {ln.kind}, {format_si(ln.bandwidth, 'B/s')} per chip each way"
+                          + (f", {ln.domain}-chip domain" if ln.domain else "") + (f" ({ln.note})" if ln.note else ""),
+                          markup=False)
+    for note in s.notes:
+        console.print(f"note: {note}", markup=False)
+    for i, src in enumerate(s.sources):
+        console.print(f"[{i}] {src}", markup=False)
 
 
 @app.command("show")
@@ -77,9 +107,15 @@ def show_cmd(
     name: str = typer.Argument(..., help="Chip name or alias (case-insensitive), or a spec YAML path."),
     as_yaml: bool = typer.Option(False, "--yaml", help="Print the spec as YAML instead of tables."),
 ) -> None:
-    """Show one spec: peaks per unit and dtype, memory levels, sources."""
-    spec = _load(name)
+    """Show one spec: peaks per unit and dtype, memory levels, interconnect, sources; or a system spec
+    (hardware/systems/NAME.yaml: chip, nodes, links)."""
+    from solar_io.backends.parallel.system import system_names
+
     console = Console(highlight=False)
+    if name.strip().lower() in system_names() and not as_yaml:
+        _show_system(name.strip().lower(), console)
+        return
+    spec = _load(name)
     if as_yaml:
         console.print(dump_spec_yaml(spec), end="", markup=False, soft_wrap=True)
         return
