@@ -198,6 +198,14 @@ class _Tracker(TorchDispatchMode):
             labels |= self.v.labels(a)
         if func in (aten.topk.default,):
             return self._topk(func, args, kwargs, labels)
+        if not self.v.on_cpu and func is aten._to_copy.default and args and isinstance(args[0], torch.Tensor) \
+                and args[0].device.type == "meta" and str(kwargs.get("device", "meta")) == "cpu":
+            known = self.v.value(args[0])  # .cpu() of a meta tensor: its value, when known
+            if known is None:
+                raise NeedValues("Tensor.cpu", _where(), labels)
+            res = known.to(dtype=kwargs.get("dtype") or known.dtype, copy=True)
+            self.v.origin[res] = labels
+            return res
         out = func(*args, **kwargs)
         outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
         for t in outs:
@@ -223,8 +231,10 @@ class _Tracker(TorchDispatchMode):
             self.plan.routers[i] = Router(i, _where(), table.shape[0], x.shape[dim], k, table, True)
             return vals, idx
         out = func(*args, **kwargs)
-        for t in out:
-            self.v.origin[t] = labels | tag
+        # the indices are this selection's: a decision on them is this router's, not an earlier topk's
+        # (DeepSeek's group top-k shapes the scores the expert top-k selects from)
+        self.v.origin[out[0]] = labels | tag
+        self.v.origin[out[1]] = frozenset(lb for lb in labels if not lb.startswith("topk:")) | tag
         if xv is not None:
             cpu = func(xv, *args[1:], **kwargs) if not self.v.on_cpu else out
             if not self.v.on_cpu:
@@ -608,4 +618,6 @@ def needs_values(e: BaseException) -> bool:
     text = f"{type(e).__name__}: {e}"
     return any(s in text for s in ("DataDependent", "data-dependent", "data dependent", "unbacked",
                                    "Could not guard", "cannot be called on meta", "Cannot copy out of meta",
-                                   "GuardOnDataDependent", "Could not extract specialized integer"))
+                                   "GuardOnDataDependent", "Could not extract specialized integer",
+                                   "numpy() is not supported", "Cannot access data pointer",
+                                   "does not have a value", "item() on"))

@@ -1,0 +1,188 @@
+"""Value-specialised capture (issue 18 item 1): programs whose shapes depend on tensor values.
+
+- varlen attention over ``cu_seqlens`` (a small int input, known on the meta pass): per sequence of
+  length ``L``, ``2 * L*L*H*Dh`` MACs (scores and values, the full rectangle as FlopCounterMode counts);
+- a DeepSeek-V3-style block at small sizes: MLA (low-rank q and kv), a shared expert, grouped routing
+  (``n_group``/``topk_group``) and DeepSeek's ``moe_infer`` (``argsort`` of the expert ids, counts
+  through ``.cpu().numpy()``, a Python loop over experts), MACs by hand.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from solar_io.format.files import dumps, loads  # noqa: E402
+from solar_io.format.validate import validate  # noqa: E402
+from solar_io.frontends.torch.capture import capture_file  # noqa: E402
+from solar_io.frontends.torch.routing import assign, check_groups, counts  # noqa: E402
+from solar_io.metrics import graph_metrics, tensor_bytes  # noqa: E402
+
+VARLEN = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Model(nn.Module):
+        def forward(self, q, k, v, cu_seqlens):
+            outs = []
+            longest = int((cu_seqlens[1:] - cu_seqlens[:-1]).max().item())
+            for i in range(cu_seqlens.shape[0] - 1):
+                s, e = int(cu_seqlens[i]), int(cu_seqlens[i + 1])
+                qi, ki, vi = (t[s:e].transpose(0, 1) for t in (q, k, v))
+                outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True).transpose(0, 1))
+            return torch.cat(outs) * (1.0 / longest)
+
+
+    def get_inputs():
+        return [torch.randn(10, 2, 8), torch.randn(10, 2, 8), torch.randn(10, 2, 8),
+                torch.tensor([0, 3, 10], dtype=torch.int32)]
+''')
+
+
+def test_varlen_attention_over_cu_seqlens(tmp_path: Path) -> None:
+    p = tmp_path / "varlen.py"
+    p.write_text(VARLEN)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    m = graph_metrics(g)
+    assert m.opaque == ()
+    heads, dh = 2, 8
+    assert m.macs == sum(2 * n * n * heads * dh for n in (3, 7))
+    spec = {a.subject: dict(a.values) for a in g.assumptions if a.kind == "specialised"}
+    assert spec["Tensor.item at varlen.py:10"]["values"] == (7,)
+    assert spec["Tensor.int at varlen.py:12"]["values"] == (0, 3, 3, 10)
+    assert all("meta pass" in a.detail for a in g.assumptions)  # cu_seqlens is a small input: no CPU run
+    assert not [i for i in validate(g) if i.severity == "error"] and loads(dumps(g)) == g
+
+
+T, D, HEADS, QR, KVR, DH = 8, 32, 2, 16, 16, 8
+E, K, GROUPS, TOPK_GROUPS, F_SHARED, F_EXPERT = 8, 2, 4, 2, 32, 16
+
+DEEPSEEK = textwrap.dedent(f'''
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    T, D, HEADS, QR, KVR, DH = {T}, {D}, {HEADS}, {QR}, {KVR}, {DH}
+    E, K, GROUPS, TOPK_GROUPS, F_SHARED, F_EXPERT = {E}, {K}, {GROUPS}, {TOPK_GROUPS}, {F_SHARED}, {F_EXPERT}
+
+
+    class MLP(nn.Module):
+        def __init__(self, d, f):
+            super().__init__()
+            self.gate = nn.Linear(d, f, bias=False)
+            self.up = nn.Linear(d, f, bias=False)
+            self.down = nn.Linear(f, d, bias=False)
+
+        def forward(self, x):
+            return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+    class MLA(nn.Module):
+        """Multi-head latent attention without rope: q and kv through low-rank latents."""
+
+        def __init__(self):
+            super().__init__()
+            self.q_a = nn.Linear(D, QR, bias=False)
+            self.q_b = nn.Linear(QR, HEADS * DH, bias=False)
+            self.kv_a = nn.Linear(D, KVR, bias=False)
+            self.kv_b = nn.Linear(KVR, HEADS * 2 * DH, bias=False)
+            self.o = nn.Linear(HEADS * DH, D, bias=False)
+
+        def forward(self, x):
+            q = self.q_b(F.rms_norm(self.q_a(x), (QR,))).view(T, HEADS, DH).transpose(0, 1)
+            kv = self.kv_b(F.rms_norm(self.kv_a(x), (KVR,))).view(T, HEADS, 2 * DH).transpose(0, 1)
+            k, v = kv.split(DH, dim=-1)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.o(a.transpose(0, 1).reshape(T, HEADS * DH))
+
+
+    class MoE(nn.Module):
+        """DeepSeek-V3 routing: sigmoid scores + correction bias, the best TOPK_GROUPS of GROUPS groups
+        (each scored by its top-2 experts), top-K experts inside them; moe_infer's sorted dispatch."""
+
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(D, E, bias=False)
+            self.register_buffer("bias", torch.linspace(-0.05, 0.05, E))
+            self.experts = nn.ModuleList(MLP(D, F_EXPERT) for _ in range(E))
+            self.shared = MLP(D, F_SHARED)
+
+        def forward(self, x):
+            scores = self.gate(x).sigmoid()
+            choice = scores + self.bias
+            group = choice.view(T, GROUPS, -1).topk(2, dim=-1)[0].sum(dim=-1)
+            keep = torch.zeros_like(group).scatter_(1, group.topk(TOPK_GROUPS, dim=-1)[1], 1)
+            mask = keep.unsqueeze(-1).expand(T, GROUPS, E // GROUPS).reshape(T, E)
+            ids = choice.masked_fill(mask == 0, 0.0).topk(K, dim=-1)[1]
+            w = scores.gather(1, ids)
+            w = w / w.sum(dim=-1, keepdim=True)
+            cnts = torch.zeros(T, E, dtype=torch.long).scatter_(1, ids, 1)
+            per_expert = cnts.sum(dim=0).cpu().numpy()
+            order = ids.view(-1).argsort()
+            tokens = x[order // K]
+            outs, start = [], 0
+            for i, n in enumerate(per_expert):
+                if n == 0:
+                    continue
+                outs.append(self.experts[i](tokens[start:start + n]))
+                start += n
+            cat = torch.cat(outs)
+            back = torch.empty_like(cat)
+            back[order] = cat
+            routed = (back.view(T, K, D) * w.unsqueeze(-1)).sum(dim=1)
+            return routed + self.shared(x)
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = MLA()
+            self.moe = MoE()
+
+        def forward(self, x):
+            h = x + self.attn(F.rms_norm(x, (D,)))
+            return h + self.moe(F.rms_norm(h, (D,)))
+
+
+    def get_inputs():
+        return [torch.randn(T, D)]
+''')
+
+
+def _deepseek_macs() -> int:
+    mla = T * (D * QR + QR * HEADS * DH + D * KVR + KVR * HEADS * 2 * DH + HEADS * DH * D)
+    mla += 2 * T * T * HEADS * DH  # scores and values over the full causal rectangle
+    gate = T * D * E
+    shared = T * 3 * D * F_SHARED
+    routed = T * K * 3 * D * F_EXPERT  # T*K token-expert pairs, whatever the routing
+    return mla + gate + shared + routed
+
+
+@pytest.mark.parametrize("routing", ["uniform", "observed"])
+def test_deepseek_style_block(tmp_path: Path, routing: str) -> None:
+    p = tmp_path / "deepseek_block.py"
+    p.write_text(DEEPSEEK)
+    g = capture_file(p, routing=routing)
+    assert g.validation.status == "passed", g.validation.reason
+    m = graph_metrics(g)
+    assert m.opaque == ()
+    assert m.macs == _deepseek_macs()
+    (r,) = [dict(a.values) for a in g.assumptions if a.kind == "routing"]
+    assert (r["experts"], r["k"], r["tokens"]) == (E, K, T) and sum(r["tokens_per_expert"]) == T * K
+    used = sum(1 for c in r["tokens_per_expert"] if c)
+    experts = [t for t in g.tensors if t.role == "weight" and ".experts." in t.name]
+    assert len(experts) == 3 * used  # only the experts that receive tokens are read
+    assert sum(tensor_bytes(g, t) for t in experts) == used * 4 * 3 * D * F_EXPERT
+    spec = {a.subject.split(" at ")[0] for a in g.assumptions if a.kind == "specialised"}
+    assert "Tensor.numpy" in spec
+    if routing == "uniform":
+        want = counts("uniform", T, E, K)  # 8*(1-(6/8)**8) = 7.2 -> 7 experts
+        assert r["tokens_per_expert"] == want and used == 7
+        assert check_groups(assign(want, T, K), E, GROUPS, TOPK_GROUPS)  # the forced choice keeps the groups
