@@ -112,3 +112,26 @@ def moe_dense(t: int = 16, d: int = 32, x: int = 4, f: int = 64) -> solar_io.Gra
             "- {name: combine, kind: einsum, op: einsum, space: [T, D, X], inputs: ['gate[T, X]', 'y[T, X, D]'], "
             "output: 'out[T, D]', map: mul, reduce: add}"]
     return solar_io.loads("\n".join(text + TAIL) + "\n")
+
+
+def train_two(b: int = 64, d: int = 1024) -> solar_io.Graph:
+    """A training step of two linear layers by hand (phases marked): y1 = x w1, y2 = y1 w2; given dy2, the
+    backward dw2 = y1^T dy2, dy1 = dy2 w2^T, dw1 = x^T dy1; SGD w' = w - lr dw (bf16)."""
+    t = lambda n, r, role="intermediate": f"- {{name: {n}, ranks: [{r}], dtype: bf16, role: {role}}}"  # noqa: E731
+    e = (lambda n, ph, sp, ins, out, mp="mul", rd="add": f"- {{name: {n}, kind: einsum, op: {n}, phase: {ph}, "
+         f"space: [{sp}], inputs: {ins}, output: '{out}', map: {mp}, reduce: {rd}}}")  # noqa: E731
+    text = [*HEADER("train_two", "1.3"), "ranks:", f"  B: {b}", f"  D: {d}", f"  E: {d}", f"  F: {d}", "tensors:",
+            t("x", "B, D", "input"), t("dy2", "B, F", "input"), t("w1", "D, E", "weight"), t("w2", "E, F", "weight"),
+            "- {name: lr, ranks: [], dtype: bf16, role: constant, value: 0.01}",
+            t("y1", "B, E"), t("y2", "B, F", "output"), t("dw2", "E, F"), t("dy1", "B, E"), t("dw1", "D, E"),
+            t("s1", "D, E"), t("s2", "E, F"), t("w1n", "D, E", "output"), t("w2n", "E, F", "output"), "nodes:",
+            e("fwd1", "forward", "B, E, D", "['x[B, D]', 'w1[D, E]']", "y1[B, E]"),
+            e("fwd2", "forward", "B, F, E", "['y1[B, E]', 'w2[E, F]']", "y2[B, F]"),
+            e("dw2_", "backward", "E, F, B", "['y1[B, E]', 'dy2[B, F]']", "dw2[E, F]"),
+            e("dy1_", "backward", "B, E, F", "['dy2[B, F]', 'w2[E, F]']", "dy1[B, E]"),
+            e("dw1_", "backward", "D, E, B", "['x[B, D]', 'dy1[B, E]']", "dw1[D, E]"),
+            e("s1_", "optimizer", "D, E", "['dw1[D, E]', 'lr[]']", "s1[D, E]", rd="none"),
+            e("u1", "optimizer", "D, E", "['w1[D, E]', 's1[D, E]']", "w1n[D, E]", mp="sub", rd="none"),
+            e("s2_", "optimizer", "E, F", "['dw2[E, F]', 'lr[]']", "s2[E, F]", rd="none"),
+            e("u2", "optimizer", "E, F", "['w2[E, F]', 's2[E, F]']", "w2n[E, F]", mp="sub", rd="none")]
+    return solar_io.loads("\n".join(text + TAIL) + "\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from parallel_graphs import moe, moe_dense, stack, train_linear
+from parallel_graphs import moe, moe_dense, stack, train_linear, train_two
 
 import solar_io
 from solar_io import graph_metrics
@@ -97,11 +97,30 @@ def test_dp4_gradient_allreduce_overlaps_the_backward_only():
     assert r.overlapped["unfused"] == pytest.approx(parts["fwd"] + c_dp + parts["opt"], rel=1e-12)
     assert r.serial["unfused"] == pytest.approx(whole + c_dp, rel=1e-12)
     assert r.plan.gradients == ("dw",)
-    with pytest.raises(ParallelError, match="training graph"):
-        parallel_bound(g, "h100-sxm", parse_layout("pp=2"))
 
 
 def test_inference_dp_adds_no_communication():
     r = parallel_bound(stack(2), "h100-sxm", parse_layout("dp=8"))
     assert not r.stages[0].collectives
     assert r.overlapped == r.serial
+
+
+def test_pp2_of_a_training_step_keeps_each_layer_with_its_backward_and_update():
+    g = train_two()  # B=64, all widths 1024, bf16
+    r = parallel_bound(g, "h100-sxm", parse_layout("pp=2"), residency=False)
+    assert r.plan.stages == (("fwd1", "dw1_", "s1_", "u1"), ("fwd2", "dw2_", "dy1_", "s2_", "u2"))
+    s0, s1 = r.stages
+    act = 64 * 1024 * 2  # y1 forward to stage 1, dy1 back to stage 0: [B, E] bf16 each
+    assert [(c.collective.kind, c.collective.tensor, c.collective.nbytes) for c in s0.collectives] == [
+        ("send/recv", "y1", act)]
+    assert [(c.collective.kind, c.collective.tensor, c.collective.nbytes) for c in s1.collectives] == [
+        ("send/recv", "dy1", act)]
+    ref = solar_io.bound(subgraph(g, ["fwd2", "dw2_", "dy1_", "s2_", "u2"], "s1"), "h100-sxm", residency=False)
+    assert s1.work["unfused"].time == pytest.approx(ref.unfused.time, rel=1e-12)
+    t = [max(s.work["unfused"].time, s.comm) for s in r.stages]
+    assert r.overlapped["unfused"] == pytest.approx(sum(t), rel=1e-12)  # one microbatch: bubble 1
+    d = parallel_bound(g, "h100-sxm", parse_layout("pp=2,dp=2"), residency=False)
+    grads = [[c.collective.tensor for c in s.collectives if c.collective.dim == "dp"] for s in d.stages]
+    assert grads == [["1 gradients"], ["1 gradients"]]
+    assert all(c.collective.nbytes == 1024 * 1024 * 2 for s in d.stages for c in s.collectives
+               if c.collective.dim == "dp")

@@ -23,9 +23,10 @@ sp     the nodes outside TP regions whose tensors all have     the all-reduces i
 ep=n   the expert rank of batched expert weights (a weight     all-to-all of the tokens entering the expert
        rank the activation and output share) split n ways;     part (dispatch) and of those leaving it
        each chip runs its experts on n DP ranks' tokens        (combine)
-pp=n   layers (cuts in node order where the narrowest          send/recv of the activations crossing each
-       activations cross) into n stages balanced by time;      cut; the step is sum_s t_s + (m-1) max_s t_s:
-       --microbatches m splits the batch rank                  bubble (n-1)/m
+pp=n   layers (cuts in node order one activation alone     send/recv of the activations crossing each
+       crosses) into n stages balanced by time; a training     cut (and of the gradients going back); the
+       step keeps each layer's backward and update on its      step is sum_s t_s + (m-1) max_s t_s:
+       stage; --microbatches m splits the batch rank           bubble (n-1)/m
 dp=n   replicates the graph (one replica's batch)              all-reduce of the weight gradients of a
                                                                training graph once per step, overlapping
                                                                the backward pass; none for inference

@@ -152,6 +152,38 @@ def _stages(g: Graph, pp: int, times: dict[str, float] | None) -> tuple[tuple[st
     return tuple(tuple(names[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
 
 
+def _training_stages(g: Graph, pp: int, times: dict[str, float] | None) -> tuple[tuple[str, ...], ...]:
+    """Stages of a training graph: the forward (and loss) nodes cut as :func:`_stages` cuts a forward
+    graph. A backward node that reads forward tensors (saved activations, weights) runs on the last
+    stage that touches them (a stage's input activation is saved where it is read); one that reads
+    only gradients on the earliest stage that made them (a gradient flows back); an optimizer node
+    on the stage of its weight."""
+    fwd = [n.name for n in g.nodes if phase(n) not in ("backward", "optimizer")]
+    stage_of: dict[str, int] = {}
+    for i, names in enumerate(_stages(subgraph(g, fwd, f"{g.name or 'graph'}.forward"), pp, times)):
+        stage_of.update((n, i) for n in names)
+    forward = set(stage_of)
+    made_by = producers(g)
+    touched: dict[str, int] = {}  # forward tensor -> the last forward stage that reads or writes it
+    for n in g.nodes:
+        if n.name in forward:
+            for a in (*n.inputs, *n.outputs):
+                touched[a.tensor] = max(touched.get(a.tensor, 0), stage_of[n.name])
+    for n in g.nodes:
+        if n.name in forward:
+            continue
+        reads = [touched[a.tensor] for a in n.inputs if a.tensor in touched and g.tensor_map[a.tensor].role != "constant"]
+        if phase(n) == "optimizer":
+            reads = [touched[a.tensor] for a in n.inputs if g.tensor_map[a.tensor].role == "weight"
+                     and a.tensor in touched] or reads
+        if reads:
+            stage_of[n.name] = max(reads)
+        else:
+            made = [stage_of[made_by[a.tensor]] for a in n.inputs if made_by.get(a.tensor) in stage_of]
+            stage_of[n.name] = min(made) if made else pp - 1
+    return tuple(tuple(n.name for n in g.nodes if stage_of[n.name] == i) for i in range(pp))
+
+
 def _sp(g: Graph, layout: Layout, lins: list[Linear], split: dict[str, int]
         ) -> tuple[str | None, frozenset[str], str | None]:
     if not layout.sp:
@@ -234,9 +266,6 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
         notes.append(f"microbatches: {microbatches}, splitting the batch rank {b} (the first rank of the first graph "
                      f"input) to {c.rank_sizes[b]}")
     training = any(phase(n) == "backward" for n in c.nodes)
-    if training and layout.pp > 1:
-        raise ParallelError("--parallel pp: pipeline stages of a training graph (forward and backward of a layer on "
-                            "one stage) are not supported yet; use tp/dp/ep/sp, or bound the forward graph")
     lins = linears(c)
     cons = Constraints(c)
     split, why = _tp(c, cons, lins, layout.tp)
@@ -283,7 +312,13 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
                      f"ranks ({ep_tokens} x {layout.ep}; balanced routing as the graph fixes it)")
     if layout.ep > 1 and not layout.dp_given:
         notes.append(f"dp: not given, taken as ep={layout.ep} (experts are spread over data-parallel ranks)")
-    stages = _stages(per_chip, layout.pp, node_times)
+    if training and layout.pp > 1:
+        stages = _training_stages(per_chip, layout.pp, node_times)
+        notes.append("pp (training): the forward is cut into stages; a backward node runs on the last stage that "
+                     "touches the forward tensors it reads (its layer's saved activations and weights), one reading "
+                     "only gradients on the earliest stage that made them, an optimizer node with its weight")
+    else:
+        stages = _stages(per_chip, layout.pp, node_times)
     grads = tuple(gradients(per_chip)) if training else ()
     if layout.dp > 1 and training and not grads:
         notes.append("dp: no weight gradient found (backward-phase outputs shaped like a weight): no all-reduce")

@@ -16,8 +16,10 @@ The step (all ``m`` microbatches) is the pipeline's makespan ``sum_s t_s + (m - 
 equal stages ``(m + p - 1) t``, a bubble of ``(p - 1) / m`` over the ideal ``m t``. Data-parallel
 gradient all-reduces (training graphs) run once per step and overlap the backward pass only: they
 start when the backward does and the optimizer waits for them, so overlapped
-``step = max(makespan, m t - T_bwd - T_opt + C_dp + T_opt, communication total)``
-(``T_bwd``, ``T_opt``: one microbatch's backward, the optimizer); serial, ``C_dp`` is added.
+``step = max(makespan, makespan - T_bwd + C_dp, communication total)`` per stage (``T_bwd``: the
+stage's backward of one microbatch, after which nothing but its optimizer follows); serial, ``C_dp``
+is added. A training graph's stages hold each layer's forward, backward and optimizer nodes
+(:func:`.plan.plan`); activations go forward and gradients back as send/recv.
 """
 
 from __future__ import annotations
@@ -174,16 +176,18 @@ def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dic
                 if not any(c.tensor == t and c.kind == "all-to-all" for c in out):
                     why = "dispatch to the experts' chips" if b == "expert-parallel" else "combine from the experts"
                     out.append(Collective("all-to-all", "ep", t, _bytes(g, t), f"{n.name}: {why}"))
-    if stage + 1 < len(p.stages):
-        later = {x for s in p.stages[stage + 1:] for x in s}
+    if len(p.stages) > 1:
+        stage_of = {x: i for i, names in enumerate(p.stages) for x in names}
         for n in g.nodes:
             if n.name not in here:
                 continue
             for a in n.outputs:
-                if any(u in later for u in readers.get(a.tensor, ())):
+                to = sorted({stage_of[u] for u in readers.get(a.tensor, ()) if stage_of[u] != stage})
+                if to:  # forward activations go to later stages, gradients of a training step back
                     sg, t = sized.get(a.tensor, (g, g.tensor_map[a.tensor]))
-                    out.append(Collective("send/recv", "pp", a.tensor, tensor_bytes(sg, t),
-                                          f"stage {stage} -> {stage + 1}: activation"))
+                    what = "activation" if to[0] > stage else "gradient"
+                    out.append(Collective("send/recv", "pp", a.tensor, tensor_bytes(sg, t) * len(to),
+                                          f"stage {stage} -> {', '.join(map(str, to))}: {what}"))
     if lay.dp > 1 and p.gradients:
         plain = [t for t in p.gradients if made_by.get(t) in here and part_of.get(made_by[t]) != "expert-parallel"]
         experts = [t for t in p.gradients if made_by.get(t) in here and part_of.get(made_by[t]) == "expert-parallel"]
@@ -200,12 +204,13 @@ def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dic
 def _groups(lay: Layout, dim: str, stage: int) -> list[list[int]]:
     per_stage = lay.tp * lay.dp
     lo, hi = stage * per_stage, (stage + 1) * per_stage
-    if dim == "pp":
-        return [[c, c + per_stage] for c in range(lo, hi)]
+    if dim == "pp":  # a stage's chips and the next (or previous) stage's: one hop of the same kind
+        return [[c, c + per_stage] if stage + 1 < lay.pp else [c - per_stage, c] for c in range(lo, hi)]
     if dim == "edp":
         n, stride = lay.dp // lay.ep, lay.tp * lay.ep
         return [[base + k * stride for k in range(n)] for base in range(lo, lo + stride)]
     return [gr for gr in lay.groups(dim) if lo <= gr[0] < hi]
+
 
 
 def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: Layout | None = None, *,
@@ -266,10 +271,10 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         make_ser = math.fsum(t_ser) + (m - 1) * max(t_ser)
         dp = max((st.dp_comm for st in stages), default=0.0)
         over = make_over
-        if dp > 0:
-            st = stages[0]  # training: one stage (pp > 1 is refused for training graphs)
-            bwd, opt = _phase_times(p, st, chip, bound_options, f, graph.name)
-            over = max(make_over, make_over - bwd - opt + dp + opt, m * st.comm + dp)
+        for st in stages:  # a stage's gradient all-reduce starts with its last backward; the optimizer waits
+            if st.dp_comm > 0:
+                bwd, opt = _phase_times(p, st, chip, bound_options, f, graph.name)
+                over = max(over, make_over - bwd - opt + st.dp_comm + opt, m * st.comm + st.dp_comm)
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
                           _assumptions(p, sysm, stages, in_network), allreduce)
