@@ -117,9 +117,13 @@ def moe_dense(t: int = 16, d: int = 32, x: int = 4, f: int = 64) -> solar_io.Gra
 def train_two(b: int = 64, d: int = 1024) -> solar_io.Graph:
     """A training step of two linear layers by hand (phases marked): y1 = x w1, y2 = y1 w2; given dy2, the
     backward dw2 = y1^T dy2, dy1 = dy2 w2^T, dw1 = x^T dy1; SGD w' = w - lr dw (bf16)."""
-    t = lambda n, r, role="intermediate": f"- {{name: {n}, ranks: [{r}], dtype: bf16, role: {role}}}"  # noqa: E731
-    e = (lambda n, ph, sp, ins, out, mp="mul", rd="add": f"- {{name: {n}, kind: einsum, op: {n}, phase: {ph}, "
-         f"space: [{sp}], inputs: {ins}, output: '{out}', map: {mp}, reduce: {rd}}}")  # noqa: E731
+    def t(n: str, r: str, role: str = "intermediate") -> str:
+        return f"- {{name: {n}, ranks: [{r}], dtype: bf16, role: {role}}}"
+
+    def e(n: str, ph: str, sp: str, ins: str, out: str, mp: str = "mul", rd: str = "add") -> str:
+        return (f"- {{name: {n}, kind: einsum, op: {n}, phase: {ph}, space: [{sp}], inputs: {ins}, "
+                f"output: '{out}', map: {mp}, reduce: {rd}}}")
+
     text = [*HEADER("train_two", "1.3"), "ranks:", f"  B: {b}", f"  D: {d}", f"  E: {d}", f"  F: {d}", "tensors:",
             t("x", "B, D", "input"), t("dy2", "B, F", "input"), t("w1", "D, E", "weight"), t("w2", "E, F", "weight"),
             "- {name: lr, ranks: [], dtype: bf16, role: constant, value: 0.01}",

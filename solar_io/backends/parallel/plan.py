@@ -172,7 +172,8 @@ def _training_stages(g: Graph, pp: int, times: dict[str, float] | None) -> tuple
     for n in g.nodes:
         if n.name in forward:
             continue
-        reads = [touched[a.tensor] for a in n.inputs if a.tensor in touched and g.tensor_map[a.tensor].role != "constant"]
+        reads = [touched[a.tensor] for a in n.inputs
+                 if a.tensor in touched and g.tensor_map[a.tensor].role != "constant"]
         if phase(n) == "optimizer":
             reads = [touched[a.tensor] for a in n.inputs if g.tensor_map[a.tensor].role == "weight"
                      and a.tensor in touched] or reads
