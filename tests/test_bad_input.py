@@ -343,9 +343,22 @@ def test_capacity_option_refuses_huge_and_nan():
         assert "--capacity" in _one_line(run_main("bound", m, "--hw", "l4", "--capacity", value))
 
 
+def _limited(*args: str):
+    """``solar-io ARGS`` in a process of at most 4 GiB of address space (reading /dev/zero whole fails fast)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    return subprocess.run([sys.executable, "-m", "solar_io", *args], capture_output=True, text=True, timeout=120,
+                          preexec_fn=limit)
+
+
 def test_no_file_is_read_past_the_limit(tmp_path):
-    r = run_main("check", "/dev/zero")  # reading it whole would never end (and exhaust memory)
-    assert r.returncode == 1 and "over the" in r.stdout and "byte limit" in r.stdout
+    r = _limited("check", "/dev/zero")  # reading it whole would never end (and exhaust memory)
+    assert r.returncode == 1 and "over the" in r.stdout and "byte limit" in r.stdout, r.stderr[-500:]
     assert "larger than" in _one_line(run_main("bound", str(ROOT / "examples/graphs/matmul.yaml"), "--hw", "/dev/zero"))
 
 

@@ -124,7 +124,7 @@ def run_layout_sweep(path: Path, chips: Sequence[str], varies: Sequence[str], *,
 
 def best_layouts(result: SweepResult) -> list[str]:
     """One line per chip and fidelity: the layout with the smallest overlapped step time."""
-    if not result.rows or not all(p in LAYOUT_PARAMS for p in result.params):
+    if not result.rows or not result.params or not all(p in LAYOUT_PARAMS for p in result.params):
         return []
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for row in result.rows:

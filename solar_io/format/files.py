@@ -63,8 +63,8 @@ def _check_text(text: str, file: str | None) -> tuple[Graph | None, list[Issue]]
 def loads(text: str, file: str | None = None) -> Graph:
     """The validated Graph in ``text``; GraphError (one line per problem) otherwise.
 
-    Warnings (a newer minor version, the fields of it that are ignored) are issued as
-    :class:`~solar_io.errors.GraphWarning`, one line each (the CLI prints them on stderr)."""
+    A newer minor version, and the fields of it that are ignored, are warned about as
+    :class:`~solar_io.errors.GraphWarning` lines (the CLI prints them on stderr)."""
     g, issues = check_text(text, file)
     if g is None:
         raise GraphError(issues, file)
@@ -73,16 +73,21 @@ def loads(text: str, file: str | None = None) -> Graph:
 
 
 def warn(issues: list[Issue], file: str | None = None) -> None:
-    """Issue the warnings among ``issues`` as :class:`~solar_io.errors.GraphWarning` (at most a few per file)."""
-    shown = [i for i in issues if i.severity == "warning"]
-    for i in shown[:_MAX_WARNINGS]:
-        warnings.warn(GraphWarning(i.format(file)), stacklevel=3)
-    if len(shown) > _MAX_WARNINGS:
-        warnings.warn(GraphWarning(f"{file or '<graph>'}: warning: {len(shown) - _MAX_WARNINGS} more warnings "
-                                   "(solar-io check lists them all)"), stacklevel=3)
+    """Issue the newer-minor-version warning among ``issues`` as a :class:`~solar_io.errors.GraphWarning`,
+    with the fields of that version that were ignored (at most a few named); ``solar-io check`` lists
+    every warning, including validation's."""
+    newer = newer_minor(issues)
+    if newer is None:
+        return
+    warnings.warn(GraphWarning(newer.format(file)), stacklevel=3)
+    ignored = [i.where() for i in issues if i.severity == "warning" and i is not newer and "newer minor" in i.message]
+    if ignored:
+        more = f" and {len(ignored) - _MAX_WARNINGS} more" if len(ignored) > _MAX_WARNINGS else ""
+        warnings.warn(GraphWarning(f"{file or '<graph>'}: warning: {len(ignored)} field(s) of the newer version "
+                                   f"ignored: {', '.join(ignored[:_MAX_WARNINGS])}{more}"), stacklevel=3)
 
 
-_MAX_WARNINGS = 5  # per file: an old reader of a big newer file would print one per ignored field
+_MAX_WARNINGS = 5  # ignored fields named: an old reader of a big newer file would list one per node
 
 
 def load(path: str | Path) -> Graph:

@@ -70,7 +70,12 @@ def split_clock(text: str) -> tuple[str, str | None]:
 
 
 def _looks_like_path(text: str) -> bool:
-    return text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text or Path(text).is_file()
+    if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        return True
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for a path, or holding a NUL: not a file
+        return False
 
 
 def load_spec(name_or_path: str | os.PathLike[str]) -> HardwareSpec:

@@ -191,5 +191,8 @@ def _tolerance(v: Any, where: str, prefix: str) -> tuple[tuple[str, float | bool
             x = v[k]
             if x is not None and type(x) not in (int, float, bool):
                 raise CaptureError(f"{where}: {prefix}tolerance.{k}: must be a number, got {x!r}")
+            if type(x) in (int, float) and not (abs(x) < 2**1023 and x == x):  # 2**1100, NaN
+                raise CaptureError(f"{where}: {prefix}tolerance.{k}: must be a number a float holds, not NaN, "
+                                   f"got {str(x)[:40]}")
             out.append((k, float(x) if type(x) is int else x))
     return tuple(out)
