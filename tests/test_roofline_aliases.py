@@ -10,10 +10,10 @@ import pytest
 
 from solar_io.affine import parse_access
 from solar_io.backends.roofline import bound
-from solar_io.views import boundary_bytes, exposed_bytes
 from solar_io.graph import Graph, Node, Tensor
 from solar_io.hardware import load_spec
 from solar_io.metrics import graph_metrics
+from solar_io.views import boundary_bytes, exposed_bytes
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*PuLP 4.0:DeprecationWarning")
 H100 = load_spec("h100-pcie")

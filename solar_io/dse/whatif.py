@@ -36,8 +36,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from solar_io.backends.roofline import PeakModel, Route, bound
 from solar_io.backends.bound import resolve_graph, resolve_hardware
+from solar_io.backends.roofline import PeakModel, Route, bound
 from solar_io.backends.roofline.model import CLASS_OF
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec
