@@ -86,13 +86,16 @@ def test_bound_cli_parallel(cli, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "all-reduce" in r.stdout and "SOL overlapped" in r.stdout and "assumptions:" in r.stdout
     out = tmp_path / "r.yaml"
-    r = cli("bound", str(MLP), "--system", "dgx-h100x4", "--parallel", "tp=8,dp=4", "--format", "yaml", "-o", str(out))
+    r = cli("bound", str(MLP), "--system", "dgx-h100x4", "--parallel", "tp=8,dp=4", "--format", "yaml", "-o", str(out),
+            "--measured", "1ms")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(out.read_text())
     assert doc["system"] == "dgx-h100x4" and doc["chips"] == 32 and doc["tp_split_ranks"] == {"H": 8}
     schema = json.loads((ROOT / "schema" / "parallel-report-v1.schema.json").read_text())
     Draft202012Validator.check_schema(schema)
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(doc)]
+    step = doc["step"]["fused"]
+    assert doc["measured_s"] == 1e-3 and step["headroom"] == pytest.approx(1e-3 / step["overlapped_s"], rel=1e-12)
     r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2,bogus")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot read 'bogus'" in r.stderr
 

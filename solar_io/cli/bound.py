@@ -102,8 +102,8 @@ def bound_command(
         from .bound_parallel import parallel_command
 
         return parallel_command(graph, resolve_graph(graph), hw, parallel, system, microbatches, fmt, output,
-                                allreduce=allreduce, strict_fp32=strict_fp32, strict_dequant=strict_dequant,
-                                residency=residency)
+                                measured=measured, allreduce=allreduce, strict_fp32=strict_fp32,
+                                strict_dequant=strict_dequant, residency=residency)
     if hw is None:
         raise BoundError("--hw: give a chip name, alias or spec path")
     chips = [h.strip() for h in hw.split(",") if h.strip()]

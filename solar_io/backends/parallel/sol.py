@@ -88,6 +88,12 @@ class ParallelReport:
     serial: dict[str, float]  # per fidelity: step seconds, communication after compute
     assumptions: tuple[str, ...]
     allreduce: str = "ring"
+    measured: float | None = None  # a measured step time (seconds), for the headroom
+
+    def headroom(self, fidelity: str) -> float | None:
+        """measured / the overlapped SOL of ``fidelity`` (None without a measurement)."""
+        t = self.overlapped[fidelity]
+        return self.measured / t if self.measured is not None and t > 0 else None
 
     @property
     def bubble(self) -> float:
@@ -215,14 +221,21 @@ def _groups(lay: Layout, dim: str, stage: int) -> list[list[int]]:
 
 def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: Layout | None = None, *,
                    system: System | str | None = None, microbatches: int = 1, allreduce: str = "ring",
-                   **bound_options) -> ParallelReport:
+                   measured: float | str | None = None, **bound_options) -> ParallelReport:
     """Bound ``graph`` (one data-parallel replica's step) sharded by ``layout`` on ``system`` (a
     :class:`System`, a shipped system name, a path) or on ``layout.chips`` chips ``hw`` joined by its own
     links. ``allreduce``: ``ring`` (default) or ``in-network`` (switches reduce, :mod:`.collectives`).
-    ``bound_options`` go to ``solar_io.bound`` (e.g. ``strict_fp32=True``)."""
+    ``measured``: a measured step time (seconds or ``'5.9ms'``) for the headroom. ``bound_options`` go to
+    ``solar_io.bound`` (e.g. ``strict_fp32=True``)."""
     if allreduce not in ("ring", "in-network"):
         raise ParallelError(f"--allreduce: {allreduce!r} is neither ring nor in-network")
     in_network = allreduce == "in-network"
+    if isinstance(measured, str):
+        from solar_io.units import parse_time
+
+        measured = parse_time(measured, "--measured")
+    if measured is not None and not (measured > 0 and math.isfinite(measured)):
+        raise ParallelError(f"--measured: must be a positive time, got {measured!r}")
     import solar_io
     from solar_io.hardware import load_spec
     from solar_io.hardware.catalog import split_clock
@@ -277,7 +290,7 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
                 over = max(over, make_over - bwd - opt + st.dp_comm + opt, m * st.comm + st.dp_comm)
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
-                          _assumptions(p, sysm, stages, in_network), allreduce)
+                          _assumptions(p, sysm, stages, in_network), allreduce, measured)
 
 
 def _phase_times(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, fidelity: str,

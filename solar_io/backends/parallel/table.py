@@ -48,8 +48,9 @@ def render(r: ParallelReport) -> str:
                          f"{c.tensor} ({c.reason}; {pc.links})")
     lines.append("step (all microbatches):")
     for f in FIDELITIES:
+        h = r.headroom(f)
         lines.append(f"  {f:8s} SOL overlapped (max of compute and communication) {t(r.overlapped[f])}, "
-                     f"serial (sum) {t(r.serial[f])}")
+                     f"serial (sum) {t(r.serial[f])}" + (f"; measured {t(r.measured)}: headroom {h:.3g}x" if h else ""))
     for kind in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send/recv"):
         s = r.collective_seconds(kind)
         if s > 0:
@@ -75,7 +76,9 @@ def document(r: ParallelReport) -> dict[str, Any]:
                              "bytes": pc.collective.nbytes, "group": pc.group, "seconds": pc.total,
                              "links": pc.links, "reason": pc.collective.reason} for pc in st.collectives],
         } for st in r.stages],
-        "step": {f: {"overlapped_s": r.overlapped[f], "serial_s": r.serial[f]} for f in FIDELITIES},
+        "step": {f: {"overlapped_s": r.overlapped[f], "serial_s": r.serial[f],
+                     **({"headroom": r.headroom(f)} if r.measured is not None else {})} for f in FIDELITIES},
+        **({"measured_s": r.measured} if r.measured is not None else {}),
         "assumptions": list(r.assumptions),
     }
 
