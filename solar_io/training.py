@@ -87,29 +87,26 @@ def live_activations(g: Graph) -> LiveActivations:
 
 
 def phase_text(g: Graph, report: object) -> str:
-    """The text report's training lines: per phase its nodes, MACs, DRAM bytes (unfused, per node)
-    and the larger of its compute and memory times, then the live-activation peak; empty for a graph
-    without phases. ``report`` is a ``backends.result.Report`` of ``g``."""
+    """The text report's training lines: per phase its unfused kernels, MACs, DRAM bytes and bound (the
+    phases add up to the unfused SOL), then the live-activation peak; empty for a graph without
+    phases. ``report`` is a ``backends.result.Report`` of ``g``."""
     if not is_training(g):
         return ""
-    phase = {n.name: n.phase or "forward" for n in g.nodes}
-    rows: dict[str, list[float]] = {p: [0, 0, 0.0, 0.0, 0.0, 0.0, 0.0] for p in PHASES}
-    for nb in report.nodes:  # type: ignore[attr-defined]
-        r = rows[phase.get(nb.name, "forward")]
+    phase = {n.name.split(".", 1)[0]: n.phase or "forward" for n in g.nodes}  # a kernel's row name
+    phase.update({n.name: n.phase or "forward" for n in g.nodes})
+    rows: dict[str, list[float]] = {p: [0, 0, 0.0, 0.0] for p in PHASES}
+    for kb in report.kernels or report.nodes:  # type: ignore[attr-defined]
+        r = rows[phase.get(kb.name, "forward")]
         r[0] += 1
-        r[1] += nb.macs
-        r[2] += nb.dram_bytes or nb.bytes
-        r[3] += nb.matrix_time
-        r[4] += nb.vector_time
-        r[5] += nb.special_time
-        r[6] += nb.memory_time
-    lines = ["training step (phases of the graph; time = max of the phase's matrix, vector, special and memory "
-             "times, per node unfused):"]
+        r[1] += kb.macs
+        r[2] += kb.dram_bytes
+        r[3] += kb.time
+    lines = ["training step (phases of the graph, unfused: each phase's kernels, their DRAM bytes and the sum of "
+             "their bounds):"]
     for p in PHASES:
-        n, macs, dram, mt, vt, st, memt = rows[p]
+        n, macs, dram, t = rows[p]
         if n:
-            lines.append(f"  {p:<9} {int(n):>6} nodes  {macs:.4g} MACs  {dram / 1e9:.4g} GB DRAM  "
-                         f">= {max(mt, vt, st, memt) * 1e3:.4g} ms")
+            lines.append(f"  {p:<9} {int(n):>6} kernels  {macs:.4g} MACs  {dram / 1e9:.4g} GB DRAM  {t * 1e3:.4g} ms")
     live = live_activations(g)
     where = f" (after node {live.at})" if live.at else ""
     lines.append(f"  peak live activations and gradients: {live.peak / 1e9:.4g} GB{where}, in node order; "

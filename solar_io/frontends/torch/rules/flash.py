@@ -15,7 +15,9 @@ does)::
 
 These are the counts ``FlopCounterMode`` gives the flash and memory-efficient kernels (forward
 two ``bmm``, backward five, the recomputation included). ``D`` is an elementwise product and a
-row sum (not a contraction), as in the kernel. Grouped-query attention (fewer K/V heads) splits
+row sum (not a contraction), as in the kernel. Scores and their statistics are fp32 (the kernel's
+accumulators); P and dS are in the operands' dtype, so every contraction is priced at that
+precision. Grouped-query attention (fewer K/V heads) splits
 the query heads into (KV head, group) ranks; dK and dV sum over the group. Causal masking
 iterates the rectangle with every ``S x T`` tensor declared at the triangle's density, as the
 forward ``attention`` rule does.
@@ -116,7 +118,7 @@ def flash_forward(ctx: LowerCtx, a: Args) -> tuple:
     mx = ctx.reduce(x, [-1], True, "max", suffix="max")
     e = ctx.ew("exp", ctx.ew("sub", x, mx, suffix="shifted"), suffix="exp")
     sm = ctx.reduce(e, [-1], True, "add", suffix="sum")
-    p = ctx.ew("div", e, sm, suffix="probs")
+    p = ctx.ew("div", e, sm, dtype=ctx.dtype(q), suffix="probs")  # P V runs at the operands' precision
     if a.is_causal:
         _causal_density(ctx, lay, before)
     lse = ctx.ew("add", ctx.ew("log", sm, suffix="logsum"), mx, dtype=ctx.out_dtype(1), suffix="lse_rows")
@@ -144,7 +146,7 @@ def flash_backward(ctx: LowerCtx, a: Args) -> tuple[T, T, T]:
     o = lay.group(ctx, a.out, "out_grouped")
     lse = ctx.reshape(a.logsumexp, list(ctx.shape(lay.q)[:-1]) + [1], suffix="lse_rows")
     x = _scores(ctx, lay, k, scale, bool(a.is_causal), attrs)
-    p = ctx.ew("exp", ctx.ew("sub", x, lse, suffix="shifted"), suffix="probs")
+    p = ctx.ew("exp", ctx.ew("sub", x, lse, suffix="shifted"), dtype=ctx.dtype(q), suffix="probs")
     rows = lay.lead + [lay.S]
     st = rows + [lay.T]
     dv = _contract(ctx, lay.kv_lead + [lay.T, lay.Ev], ([lay.lead[-1]] if lay.grouped else []) + [lay.S],
@@ -152,7 +154,7 @@ def flash_backward(ctx: LowerCtx, a: Args) -> tuple[T, T, T]:
     dp = _contract(ctx, st, [lay.Ev], access(d_o.name, rows + [lay.Ev]), lay.kv(v, lay.Ev), "fp32", "dp")
     dd = ctx.reduce(ctx.ew("mul", d_o, o, dtype="fp32", suffix="dout_out"), [-1], True, "add", suffix="delta")
     ds = ctx.ew("mul", ctx.ew("mul", p, ctx.ew("sub", dp, dd, suffix="dp_centered"), suffix="ds_unscaled"),
-                float(scale), suffix="ds")
+                float(scale), dtype=ctx.dtype(q), suffix="ds")
     if a.is_causal:
         _causal_density(ctx, lay, before)
     dq = _contract(ctx, rows + [lay.E], [lay.T], access(ds.name, st), lay.kv(k, lay.E), ctx.out_dtype(0),
