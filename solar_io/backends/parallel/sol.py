@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from solar_io.footprint import access_elements
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec
 from solar_io.metrics import tensor_bytes
@@ -111,6 +112,13 @@ def _bytes(g: Graph, t: str) -> float:
     return tensor_bytes(g, g.tensor_map[t])
 
 
+def _read_bytes(g: Graph, n, t: str) -> float:  # noqa: ANN001 - a Node
+    """Bytes of ``t`` that node ``n`` touches (the largest of its accesses; all of it when unknown)."""
+    tensor = g.tensor_map[t]
+    touched = [access_elements(a, tensor.ranks, g.rank_sizes)[0] for a in n.inputs if a.tensor == t]
+    return tensor_bytes(g, tensor, max(touched)) if touched else _bytes(g, t)
+
+
 def _compose(graphs: list[Graph], whole: Graph, hw: HardwareSpec, bound_options: dict,
              notes: list[str] | None = None) -> dict[str, ChipTime]:
     """The parts' single-chip bounds joined as one chip's work (module docstring); their notes are
@@ -170,14 +178,17 @@ def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dic
                         and p.ep_tokens in ranks and not any(c.tensor == t for c in out)):
                     out.append(Collective("all-gather", "ep", t, lay.ep * _bytes(g, t),
                                           f"{n.name} runs its experts on the tokens of all {lay.ep} EP ranks"))
+            if (src in p.sp_nodes and n.name not in p.sp_nodes  # from this stage or an earlier one
+                    and not any(c.tensor == t and c.kind == "all-gather" for c in out)):
+                read = _read_bytes(g, n, t)  # a slice needs only its part
+                out.append(Collective("all-gather", "tp", t, min(read, _bytes(g, t)),
+                                      f"{n.name} needs {'all' if read >= _bytes(g, t) else 'part'} of {t}, which "
+                                      "the sequence-parallel part splits"))
             if src is None or src not in here:
                 continue
             a, b = part_of.get(src), part_of.get(n.name)
             if a == b:
                 continue
-            if a == "sequence-parallel" and not any(c.tensor == t and c.kind == "all-gather" for c in out):
-                out.append(Collective("all-gather", "tp", t, _bytes(g, t),
-                                      f"{n.name} needs all of {t}, which the sequence-parallel part splits"))
             if (a == "expert-parallel") != (b == "expert-parallel") and p.ep_rank in g.tensor_map[t].ranks:
                 if not any(c.tensor == t and c.kind == "all-to-all" for c in out):
                     why = "dispatch to the experts' chips" if b == "expert-parallel" else "combine from the experts"
