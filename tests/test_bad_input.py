@@ -462,6 +462,12 @@ def test_user_code_limits_time_and_turns_exits_into_errors():
                 except Exception:  # noqa: BLE001 - a model that swallows errors still stops
                     pass
     assert time.monotonic() - t0 < 60
+    with pytest.raises(CaptureError, match=r"^outer: capture timed out after 0\.5 s"):  # nested: the outer limit holds
+        with user_code("outer", 0.5):
+            with user_code("inner", 30):
+                pass
+            while True:
+                time.sleep(0.01)
     for exc, words in ((SystemExit(0), "sys.exit(0)"), (KeyboardInterrupt(), "KeyboardInterrupt")):
         with pytest.raises(CaptureError, match=words.replace("(", r"\(").replace(")", r"\)")):
             with user_code("m.py", 5):

@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -78,6 +79,7 @@ def user_code(what: str, timeout: float | None = DEFAULT_TIMEOUT_S) -> Iterator[
     main = threading.current_thread() is threading.main_thread()
     state = {"active": True, "interrupted": False}
     old_int = old_alarm = None
+    outer = started = 0.0
     done = threading.Event()
     if main:
         def on_interrupt(signum, frame):  # noqa: ANN001, ANN202 - Ctrl-C by the user: stop everything
@@ -91,7 +93,8 @@ def user_code(what: str, timeout: float | None = DEFAULT_TIMEOUT_S) -> Iterator[
         old_int = signal.signal(signal.SIGINT, on_interrupt)
         if timeout is not None:
             old_alarm = signal.signal(signal.SIGALRM, on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            outer, _ = signal.setitimer(signal.ITIMER_REAL, timeout)  # an enclosing limit's time left, or 0
+            started = time.monotonic()
     if timeout is not None:
         def watch() -> None:
             if not done.wait(timeout + GRACE_S):
@@ -120,6 +123,8 @@ def user_code(what: str, timeout: float | None = DEFAULT_TIMEOUT_S) -> Iterator[
             if timeout is not None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, signal.SIG_DFL if old_alarm is None else old_alarm)
+                if outer > 0:  # nested: the enclosing limit runs on
+                    signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
             signal.signal(signal.SIGINT, signal.SIG_DFL if old_int is None else old_int)
 
 
