@@ -129,3 +129,15 @@ def test_in_network_allreduce_sends_each_part_once():
     assert sharp.seconds == pytest.approx(7 / 8 * nbytes / NVLINK, rel=1e-12)
     with pytest.raises(ParallelError, match="neither ring nor in-network"):
         parallel_bound(g, "h100-sxm", parse_layout("tp=2"), allreduce="tree")
+
+
+def test_sp_with_pp_sends_the_shard_and_the_next_stage_gathers_it():
+    g = _stack(4)  # B=64, D=512, H=2048, bf16; SP splits B (the only token rank)
+    r = parallel_bound(g, "h100-sxm", parse_layout("tp=2,pp=2,sp"))
+    s0, s1 = r.stages
+    act = 64 * 512 * 2
+    sends = [c for c in s0.collectives if c.collective.kind == "send/recv"]
+    assert [(c.collective.tensor, c.collective.nbytes) for c in sends] == [("x2", act / 2)]  # the SP shard
+    gathers = [c.collective.tensor for c in s1.collectives if c.collective.kind == "all-gather"]
+    assert gathers[0] == "x2"  # stage 1's first TP region needs the whole of it
+    assert all(c.collective.nbytes == act for c in s1.collectives if c.collective.kind == "all-gather")
