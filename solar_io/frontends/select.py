@@ -50,8 +50,12 @@ def _imported(text: str) -> set[str]:
 
 def detect_frontend(path: Path) -> str:
     """The frontend a source file needs, from the imports of its parsed module."""
+    from ..format.yamltext import YamlError, max_bytes, read_limited
+
     try:
-        text = path.read_text(errors="replace")
+        text = read_limited(path, max_bytes()).decode("utf-8", errors="replace")  # capture /dev/zero: one line
+    except YamlError as e:
+        raise CaptureError(f"{path}: {e}") from None
     except OSError as e:
         raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
     names = _imported(text)
