@@ -23,6 +23,8 @@ from typing import Any
 
 from solar_io.parallel import run_tasks
 
+from ..format.yamltext import YamlError
+from ..format.yamltext import read_text as read_limited_text
 from .sweep import SweepError, SweepResult, grid, parse_values
 
 LAYOUT_PARAMS = ("tp", "pp", "dp", "ep", "microbatches")
@@ -101,7 +103,9 @@ def run_layout_sweep(path: Path, chips: Sequence[str], varies: Sequence[str], *,
 
     params = parse_layout_varies(varies)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_limited_text(Path(path))  # at most SOLAR_IO_MAX_BYTES + 1 bytes
+    except YamlError as e:
+        raise SweepError(f"{path}: {e}") from None
     except OSError as e:
         raise SweepError(f"{path}: cannot read: {e.strerror or e}") from None
     names = [load_spec(c).name for c in chips]  # unknown chips fail here, once

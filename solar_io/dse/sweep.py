@@ -49,6 +49,9 @@ from typing import Any
 from solar_io.errors import SolarIOError
 from solar_io.parallel import run_tasks
 
+from ..format.yamltext import YamlError
+from ..format.yamltext import read_text as read_limited_text
+
 #: Columns of the table after the parameter columns.
 COLUMNS = ("chip", "fidelity", "sol_s", "binding", "regime", "macs", "flops", "bytes", "opaque", "validation")
 FIDELITIES = ("unfused", "fused", "cache-aware")
@@ -347,7 +350,9 @@ def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *,
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited_text(path)  # at most SOLAR_IO_MAX_BYTES + 1 bytes
+    except YamlError as e:
+        raise SweepError(f"{path}: {e}") from None
     except OSError as e:
         raise SweepError(f"{path}: cannot read: {e.strerror or e}") from None
     step = dict(step or {})
