@@ -359,6 +359,7 @@ def _limited(*args: str):
 def test_no_file_is_read_past_the_limit(tmp_path):
     r = _limited("check", "/dev/zero")  # reading it whole would never end (and exhaust memory)
     assert r.returncode == 1 and "over the" in r.stdout and "byte limit" in r.stdout, r.stderr[-500:]
+    assert "/dev/zero: file is over the" in _one_line(_limited("capture", "/dev/zero"))
     assert "larger than" in _one_line(run_main("bound", str(ROOT / "examples/graphs/matmul.yaml"), "--hw", "/dev/zero"))
 
 
