@@ -56,8 +56,8 @@ _RECURRENT = "a recurrent op lowered per step; its initial state is an immediate
 #: Source ops whose graph bytes are below the dispatcher count (a lower bound stays one), and why.
 EXPLAINED_OPS: dict[str, str] = {
     "aten.conv2d": "a strided 1x1 convolution skips input elements: the graph counts the elements read",
-    "aten.adaptive_max_pool2d": _OUTPUTS, "aten.cummax": _OUTPUTS, "aten.cummin": _OUTPUTS, "aten.sort": _OUTPUTS,
-    "aten.topk": _OUTPUTS, "aten.glu": _UNION, "aten.roll": _UNION, "aten.sum": _UNION, "aten.mul": _UNION,
+    "aten.adaptive_max_pool2d": _OUTPUTS, "aten.cummax": _OUTPUTS, "aten.cummin": _OUTPUTS,
+    "aten.glu": _UNION, "aten.roll": _UNION, "aten.sum": _UNION, "aten.mul": _UNION,
     "aten.einsum": _UNION, "aten.copy": _REGION, "aten.select_scatter": _REGION, "aten.slice_scatter": _REGION,
     "aten.lstm": _RECURRENT, "aten.rnn_tanh": _RECURRENT,
     "aten.matmul": "eager copies a strided operand (a head split of a fused projection) to merge its batch dims "
