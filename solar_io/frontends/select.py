@@ -13,39 +13,19 @@ unless a frontend is named; each frontend package exposes
 
 from __future__ import annotations
 
-import ast
 import importlib
 from pathlib import Path
 
 from ..errors import SolarIOError
 from ..graph import Graph
 from .common.errors import CaptureError
+from .common.imports import imported
 
 FRONTENDS = ("torch", "loopir", "jax", "agent")
 #: the first of these whose package a file imports decides its frontend.
 _PACKAGES = (("loopir", ("solar_io.frontends.loopir",)), ("jax", ("jax", "flax")), ("torch", ("torch",)))
 #: options only loop-IR programs take, with the flag that sets each.
 LOOPIR_ONLY = {"jit": "--no-jit", "sizes": "--sizes", "validate_sizes": "--validate-sizes"}
-
-
-def _imported(text: str) -> set[str]:
-    """Every module name a source imports, anywhere in it (``a.b.c`` also yields ``a`` and ``a.b``)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            mods = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        else:
-            continue
-        for m in mods:
-            parts = m.split(".")
-            names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return names
 
 
 def detect_frontend(path: Path) -> str:
@@ -58,7 +38,7 @@ def detect_frontend(path: Path) -> str:
         raise CaptureError(f"{path}: {e}") from None
     except OSError as e:
         raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
-    names = _imported(text)
+    names = imported(text)
     for name, packages in _PACKAGES:
         if any(p in names for p in packages):
             return name

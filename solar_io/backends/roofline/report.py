@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...format.yamltext import emit
-from ..result import Fidelity, Inverse, InverseFidelity, NodeBound, Report
+
+if TYPE_CHECKING:  # annotations only: Report._repr_html_ renders through this module (no import cycle)
+    from ..result import Fidelity, Inverse, InverseFidelity, NodeBound, Report
 
 FORMAT_NAME = "solar-io.sol-report"
 FORMAT_VERSION = "1.2"  # 1.1: cache-aware inverse roofline, comparison columns, fallbacks; 1.2: precision, clock,

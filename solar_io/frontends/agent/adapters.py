@@ -98,11 +98,11 @@ def conventions(language: str) -> str:
 
 def detect_language(path: Path, text: str) -> str:
     """The source's language from the imports of its parsed module (``import os, torch`` is torch)."""
-    from ..select import _imported
+    from ..common.imports import imported
 
     if path.suffix != ".py":
         return "other"
-    names = _imported(text)
+    names = imported(text)
     if names & {"jax", "flax"}:
         return "jax"
     if "torch" in names:

@@ -46,6 +46,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from ...graph import Assumption
 from ..common.errors import CaptureError
 from .routing import Routing, assign, counts, expected_distinct, per_expert_counts
+from .tables import TABLES
 
 #: A tensor of at most this many elements whose inputs are known gets its value computed on the CPU.
 SMALL = 1 << 24
@@ -58,8 +59,6 @@ aten = torch.ops.aten
 _lib = torch.library.Library("solar_io", "DEF")
 _lib.define("specialised_index(Tensor src, int[] shape, int key) -> Tensor")
 _lib.define("bincount(Tensor self, Tensor? weights, int length) -> Tensor")
-#: key -> the int64 values of a specialised index (``nonzero`` rows, ``repeat_interleave`` indices).
-TABLES: dict[int, np.ndarray] = {}
 _keys = itertools.count(1)
 
 

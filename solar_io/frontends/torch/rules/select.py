@@ -120,7 +120,7 @@ def argsort(ctx: LowerCtx, a: Args) -> T:
 @rule("solar_io.specialised_index")
 def specialised_index(ctx: LowerCtx, a: Args) -> T:
     """The specialised rows of a ``nonzero`` (or indices of a ``repeat_interleave``) of ``src``."""
-    from ..specialise import TABLES
+    from ..tables import TABLES
 
     src = a.src
     data = TABLES[int(a.key)]
