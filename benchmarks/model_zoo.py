@@ -1,7 +1,7 @@
 """The model zoo: public architectures built from their libraries' configs (random weights, nothing
 downloaded), captured, validated and checked against FlopCounterMode (issue 18 item 5).
 
-    .venv/bin/python benchmarks/model_zoo.py [--filter TEXT] [--timeout S] [--markdown OUT.md]
+    .venv/bin/python benchmarks/model_zoo.py [--filter TEXT[,TEXT...]] [--timeout S] [--markdown OUT.md]
 
 Needs ``pip install 'solar-io[zoo]'`` (transformers); timm and torchvision models are added when
 those import (they need their own torch build, so they are skipped when absent). Every model runs in
@@ -94,7 +94,8 @@ ZOO: dict[str, tuple[str, str, str, dict]] = {
     "whisper": ("whisper", "whisper", "AutoModelForSpeechSeq2Seq",
                 dict(vocab_size=V, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                      decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
-                     max_source_positions=32, max_target_positions=64)),
+                     max_source_positions=32, max_target_positions=64, pad_token_id=0, bos_token_id=1,
+                     eos_token_id=2, decoder_start_token_id=1)),
     "vit": ("vision", "vit", "AutoModel", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                                num_attention_heads=4, image_size=32, patch_size=8)),
 }
@@ -114,7 +115,10 @@ KIND, MODEL_TYPE, AUTO, CONFIG, V, S = {kind!r}, {model_type!r}, {auto!r}, {conf
 
 def build():
     cfg = transformers.AutoConfig.for_model(MODEL_TYPE, **CONFIG)
-    return getattr(transformers, AUTO).from_config(cfg, attn_implementation="sdpa")
+    try:
+        return getattr(transformers, AUTO).from_config(cfg, attn_implementation="sdpa")
+    except ValueError:  # no SDPA path (Gemma-2's soft-capped scores): the eager attention
+        return getattr(transformers, AUTO).from_config(cfg, attn_implementation="eager")
 
 
 class Model(nn.Module):
@@ -275,7 +279,8 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--filter", default="", help="only models whose name contains this text")
+    ap.add_argument("--filter", default="", help="only models whose name contains this text (or one of several, "
+                    "comma-separated)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per model (a hang guard)")
     ap.add_argument("--markdown", type=Path, help="also write the table here")
     ap.add_argument("--one", nargs=3, metavar=("NAME", "FILE", "CAUSAL"), help=argparse.SUPPRESS)
@@ -287,7 +292,8 @@ def main() -> None:
         import transformers  # noqa: F401
     except ImportError:
         sys.exit("model_zoo: needs transformers (pip install 'solar-io[zoo]')")
-    names = [n for n in [*ZOO, *_available_extras()] if a.filter.lower() in n.lower()]
+    wanted = [w.strip().lower() for w in a.filter.split(",")]
+    names = [n for n in [*ZOO, *_available_extras()] if any(w in n.lower() for w in wanted)]
     skipped = [n for n in VISION_EXTRA if n not in names and not a.filter]
     rows = []
     with tempfile.TemporaryDirectory(prefix="solar-io-zoo-") as tmp:

@@ -165,3 +165,19 @@ def test_hugging_face_llama_decode_and_prefill(tmp_path: Path) -> None:
     assert len(qk) == LAYERS and all(dict(n.attrs)["causal"] for n in qk)  # SDPA's is_causal: the triangle
     with pytest.raises(CaptureError, match="dynamic"):
         capture_file(p, step=Step("decode", kv_len=4, cache="paged"), validate=False)
+
+
+def test_deepseek_mla_caches_its_latent() -> None:
+    """transformers >= 5 caches MLA's compressed latent and the shared rotary key, not per-head K/V."""
+    transformers = pytest.importorskip("transformers")
+    from torch import nn
+
+    from solar_io.frontends.torch.phases import CacheLayout, _hf_layout
+
+    holder = nn.Module()
+    holder.config = transformers.DeepseekV3Config(vocab_size=V, hidden_size=D, num_hidden_layers=3,
+                                                  num_attention_heads=H, kv_lora_rank=32, qk_rope_head_dim=8)
+    assert _hf_layout(holder) == (CacheLayout(3, (1, 32), (1, 8)), V)
+    holder.config = transformers.LlamaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2,
+                                             num_attention_heads=H, num_key_value_heads=KV)
+    assert _hf_layout(holder) == (CacheLayout(2, (KV, HD), (KV, HD)), V)

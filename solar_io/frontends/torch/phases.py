@@ -119,15 +119,28 @@ class Step:
         return Assumption("step", self.phase, what, tuple(values))
 
 
-def cache_tensors(step: Step, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype,
+@dataclass(frozen=True)
+class CacheLayout:
+    """What one cached position holds per layer: ``k`` and ``v`` as (heads, dim).
+
+    Usually both are (kv_heads, head_dim); DeepSeek's multi-head latent attention caches the
+    compressed latent (1, kv_lora_rank) as its "keys" and the shared rotary key (1, qk_rope_head_dim)
+    as its "values" (transformers >= 5)."""
+
+    layers: int
+    k: tuple[int, int]
+    v: tuple[int, int]
+
+
+def cache_tensors(step: Step, layout: CacheLayout, dtype: torch.dtype,
                   gen: torch.Generator | None = None) -> tuple[torch.Tensor | None, list[tuple[Any, Any]]]:
     """(block table or None, per-layer (k, v)) for ``step`` on the default device.
 
-    Contiguous caches are (batch, kv_heads, kv_len, head_dim); paged pools are
-    (batch * pages, page_size, kv_heads, head_dim) with a permuted int32 block table.
+    Contiguous caches are (batch, heads, kv_len, dim); paged pools are
+    (batch * pages, page_size, heads, dim) with a permuted int32 block table.
 
-    >>> bt, kv = cache_tensors(Step("decode", batch=2, kv_len=5, cache="paged", page_size=4), 1, 3, 8,
-    ...                        torch.float32)
+    >>> bt, kv = cache_tensors(Step("decode", batch=2, kv_len=5, cache="paged", page_size=4),
+    ...                        CacheLayout(1, (3, 8), (3, 8)), torch.float32)
     >>> tuple(bt.shape), tuple(kv[0][0].shape)
     ((2, 2), (4, 4, 3, 8))
     """
@@ -140,10 +153,11 @@ def cache_tensors(step: Step, layers: int, kv_heads: int, head_dim: int, dtype: 
         n = step.batch * step.pages
         order = torch.randperm(n, generator=gen, device="cpu").to(torch.int32).view(step.batch, step.pages)
         table = order.to(torch.get_default_device())
-        return table, [(rand(n, step.page_size, kv_heads, head_dim), rand(n, step.page_size, kv_heads, head_dim))
-                       for _ in range(layers)]
-    shape = (step.batch, kv_heads, step.kv_len, head_dim)
-    return None, [(rand(*shape), rand(*shape)) for _ in range(layers)]
+        return table, [(rand(n, step.page_size, *layout.k), rand(n, step.page_size, *layout.v))
+                       for _ in range(layout.layers)]
+    (hk, dk), (hv, dv) = layout.k, layout.v
+    return None, [(rand(step.batch, hk, step.kv_len, dk), rand(step.batch, hv, step.kv_len, dv))
+                  for _ in range(layout.layers)]
 
 
 def _token_ids(step: Step, vocab: int, gen: torch.Generator | None) -> torch.Tensor:
@@ -156,12 +170,15 @@ def _is_hf(m: nn.Module) -> bool:
     return cfg is not None and hasattr(cfg, "num_hidden_layers") and hasattr(m, "get_input_embeddings")
 
 
-def _hf_layout(m: nn.Module) -> tuple[int, int, int, int]:
+def _hf_layout(m: nn.Module) -> tuple[CacheLayout, int]:
+    """The cache layout and vocabulary of a Hugging Face causal LM, from its config."""
     cfg = m.config.get_text_config(decoder=True) if hasattr(m.config, "get_text_config") else m.config
+    if getattr(cfg, "kv_lora_rank", None) and getattr(cfg, "qk_rope_head_dim", None):  # MLA: the latent
+        return CacheLayout(cfg.num_hidden_layers, (1, cfg.kv_lora_rank), (1, cfg.qk_rope_head_dim)), cfg.vocab_size
     heads = cfg.num_attention_heads
     kv = getattr(cfg, "num_key_value_heads", None) or heads
     hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    return cfg.num_hidden_layers, kv, hd, cfg.vocab_size
+    return CacheLayout(cfg.num_hidden_layers, (kv, hd), (kv, hd)), cfg.vocab_size
 
 
 class HFStep(nn.Module):
@@ -243,10 +260,11 @@ def step_source(source: Source, step: Step) -> Source:
             raise CaptureError(f"{source.name}: --cache {step.cache}: a Hugging Face model's static or paged "
                                "cache lives inside its cache object, not in the forward's inputs; use --cache "
                                "dynamic, or a plain decoder taking (k, v) pairs and a block table")
-        layers, kv_heads, head_dim, vocab = _hf_layout(probe)
+        layout, vocab = _hf_layout(probe)
         wrap: type[nn.Module] = HFStep
     elif callable(getattr(probe, "kv_cache_layout", None)):
         layers, kv_heads, head_dim = (int(x) for x in probe.kv_cache_layout())
+        layout = CacheLayout(layers, (kv_heads, head_dim), (kv_heads, head_dim))
         vocab = _vocab(probe)
         wrap = PlainStep
     else:
@@ -258,14 +276,14 @@ def step_source(source: Source, step: Step) -> Source:
     base_model = source.model_factory
     pool = "pages" if step.cache == "paged" else "cache"
     names = ["ids", *(["block_table"] if step.cache == "paged" else []),
-             *[f"{kv}_{pool}_{i}" for i in range(layers) for kv in ("k", "v")]]
+             *[f"{kv}_{pool}_{i}" for i in range(layout.layers) for kv in ("k", "v")]]
     named = _named_forward(wrap, names)
 
     def model() -> nn.Module:
         return named(base_model(), step)
 
     def inputs() -> list[Any]:  # torch's global generator: validation seeds it
-        table, kv = cache_tensors(step, layers, kv_heads, head_dim, dtype)
+        table, kv = cache_tensors(step, layout, dtype)
         flat = [t for pair in kv for t in pair]
         return [_token_ids(step, vocab, None), *([table] if table is not None else []), *flat]
 
