@@ -7,6 +7,7 @@ eagerly on CPU against the graph on the reference executor.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from pathlib import Path
 
@@ -86,7 +87,8 @@ def test_every_rule_is_tested() -> None:
     seen: set[str] = set(CASES)
     for path in MODELS:
         seen |= captured(path).lowered.lowered_ops
-    missing = sorted(op for op in ruled_ops() if op not in seen)
+    missing = sorted(op for op in ruled_ops() if op not in seen
+                     and not (op.startswith("transformers.") and importlib.util.find_spec("transformers") is None))
     assert not missing, f"rules with no test: {missing}"
 
 

@@ -9,6 +9,7 @@ rule is added without a case here or a model in tests/models exercising it
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ torch = pytest.importorskip("torch")
 
 from solar_io.frontends.torch.capture import capture_source  # noqa: E402
 from solar_io.frontends.torch.loader import Source, _FnModule  # noqa: E402
+from solar_io.frontends.torch.specialise import TABLES  # noqa: E402
 
 aten = torch.ops.aten
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,7 +218,25 @@ CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten._native_batch_norm_legit_no_training": (None, []),
     "aten._native_batch_norm_legit_functional": (None, []),
     "aten._batch_norm_with_update": (None, []),
+    # selections and samplers (issue 18, rules/select.py; their counts: tests/test_routing_ops.py)
+    "aten.argsort": (lambda x: aten.argsort.default(x, 0, True), [r(6, 5)]),
+    "aten.histc": (lambda x: aten.histc.default(x, 5, -1.0, 1.0), [r(50)]),
+    "aten.multinomial": (lambda p: aten.multinomial.default(p, 3, True), [pos(4, 6)]),
+    "aten.bernoulli": (lambda p: aten.bernoulli.default(p) + aten.bernoulli.p(p, 0.3), [pos(3, 5)]),
+    "aten._grouped_mm": (lambda x, w, offs: aten._grouped_mm.default(x, w, offs),
+                         [lambda: torch.randn(6, 8).bfloat16(), lambda: torch.randn(3, 8, 8).bfloat16(),
+                          lambda: torch.tensor([2, 2, 6], dtype=torch.int32)]),
+    "solar_io.bincount": (lambda x: torch.ops.solar_io.bincount(x, None, 6), [ints(6, 20)]),
+    "solar_io.specialised_index": (lambda m: torch.ops.solar_io.specialised_index(m, [4, 2], -1),
+                                   [lambda: torch.arange(12).reshape(3, 4) % 3 == 0]),
 }
+TABLES[-1] = torch.nonzero(torch.arange(12).reshape(3, 4) % 3 == 0).numpy()  # the specialised rows above
+if importlib.util.find_spec("transformers") is not None:  # Hugging Face's grouped expert matmul
+    import transformers.integrations.moe  # noqa: F401  (registers transformers::grouped_mm_fallback)
+
+    CASES["transformers.grouped_mm_fallback"] = (
+        lambda x, w, offs: torch.ops.transformers.grouped_mm_fallback(x, w, offs),
+        [r(6, 4), r(3, 4, 5), lambda: torch.tensor([2, 2, 6])])
 
 BN_CASES: dict[str, Callable] = {
     "aten.native_batch_norm": lambda x, w, b, m, v: aten.native_batch_norm.default(x, w, b, m, v, False, 0.1,
