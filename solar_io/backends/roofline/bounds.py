@@ -188,11 +188,10 @@ def fused_fidelity(nodes: Sequence[NodeBound], boundary: float, bw: float, measu
     u_units = unit_totals(nodes)
     f_compute = max(t for _, t in u_units)
     f_memory = boundary / bw
-    f_time = max(f_compute, f_memory)
-    f_terms = (*u_units, ("memory", f_memory))
-    f_bn = max(f_terms, key=lambda kv: kv[1])[0] if f_time > 0 else None
+    f_time, f_bn = time_and_bottleneck(*(t for _, t in u_units), f_memory)
     return Fidelity(name="fused", computed=True, time=f_time, compute_time=f_compute, memory_time=f_memory,
-                    bytes=boundary, unit_times=u_units, bottleneck=f_bn, headroom=headroom(measured, f_time),
+                    bytes=boundary, unit_times=u_units, bottleneck=f_bn if f_time > 0 else None,
+                    headroom=headroom(measured, f_time),
                     note="one kernel, unlimited on-chip memory: max(busiest unit's total, boundary bytes / DRAM "
                          "bandwidth)")
 

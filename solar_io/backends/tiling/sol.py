@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from solar_io.hardware import HardwareSpec
 
-from ..result import CacheAware, Fidelity, NodeBound
+from ..result import CacheAware, Fidelity, NodeBound, time_and_bottleneck
 from ..roofline.model import BoundError
 from ..traffic.graph import GraphTraffic
 from .partition import cache_aware, capacity_of
@@ -25,8 +25,7 @@ def cache_aware_fidelity(gt: GraphTraffic, nodes: Sequence[NodeBound], spec: Har
     ca = cache_aware(gt.graph, gt.metrics, units, float(spec.dram_bandwidth), cap, fused_time,  # type: ignore[arg-type]
                      unfused_time,
                      bound=bound, capacity_source=source, residency=residency)
-    terms = (*ca.unit_times, ("memory", ca.memory))
-    bn = max(terms, key=lambda kv: kv[1])[0] if ca.time > 0 else None
+    bn = time_and_bottleneck(*(t for _, t in ca.unit_times), ca.memory)[1] if ca.time > 0 else None
     headroom = measured / ca.time if measured is not None and ca.time > 0 else None
     fid = Fidelity(name="cache-aware", computed=True, time=ca.time, compute_time=ca.compute, memory_time=ca.memory,
                    bytes=ca.traffic, unit_times=ca.unit_times, bottleneck=bn, headroom=headroom, note=note(ca))
