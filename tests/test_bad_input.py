@@ -392,6 +392,19 @@ def test_fmt_writes_through_a_symlink_and_keeps_the_mode(tmp_path):
     assert link.is_symlink() and real.read_text() == MATMUL and (real.stat().st_mode & 0o777) == 0o600
 
 
+def test_hardware_specs_are_written_through_a_symlink_and_keep_the_mode(tmp_path):
+    from solar_io.hardware import load_spec
+    from solar_io.hardware.spec import write_spec
+
+    real, link = tmp_path / "real.yaml", tmp_path / "chip.yaml"
+    real.write_text("old")
+    real.chmod(0o640)
+    link.symlink_to(real.name)
+    write_spec(load_spec("l4"), link)
+    assert link.is_symlink() and real.read_text().startswith("format: solar-io.hardware")
+    assert real.stat().st_mode & 0o777 == 0o640
+
+
 NEWER = MATMUL.replace('version: "1.0"', 'version: "1.999"').replace("  map: mul\n", "  map: mul\n  future: 1\n")
 
 

@@ -450,13 +450,21 @@ def write_spec(spec: HardwareSpec, path: str | os.PathLike[str]) -> Path:
     text = dump_spec_yaml(spec)
     spec_from_dict(yamltext.parse(text), str(target))  # never write a file we would refuse to read
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    real = Path(os.path.realpath(target))  # a symlink is written through, not replaced
+    try:
+        mode = real.stat().st_mode & 0o7777  # an existing file keeps its mode
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # a new file: what open() would give (mkstemp makes 0600)
+    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
