@@ -96,6 +96,11 @@ def test_bound_cli_parallel(cli, tmp_path):
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(doc)]
     step = doc["step"]["fused"]
     assert doc["measured_s"] == 1e-3 and step["headroom"] == pytest.approx(1e-3 / step["overlapped_s"], rel=1e-12)
+    r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2", "--dtype", "fp8_e4m3", "-f", "json")
+    (c,) = json.loads(r.stdout)["stages"][0]["collectives"]
+    assert r.returncode == 0 and c["bytes"] == 512 * 1024 * 1  # the cast graph's activation, 1 byte per element
+    r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2", "--target-rate", "10Hz")
+    assert r.returncode == 1 and "--target-rate: not available with --parallel" in r.stderr
     r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2,bogus")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot read 'bogus'" in r.stderr
 

@@ -101,9 +101,17 @@ def bound_command(
     if parallel is not None or system is not None:
         from .bound_parallel import parallel_command
 
+        unsupported = {"--target-latency": target_latency, "--target-rate": target_rate, "--plot": plot,
+                       "--launch-overhead": launch_overhead, "--capacity": capacity, "--html": html_path,
+                       "--cache-bound": None if cache_bound == "ilp" else cache_bound}
+        given = [k for k, v in unsupported.items() if v is not None]
+        if given:
+            raise BoundError(f"{given[0]}: not available with --parallel (the many-chip bound gives the unfused and "
+                             "fused fidelities per chip)")
         return parallel_command(graph, resolve_graph(graph), hw, parallel, system, microbatches, fmt, output,
-                                measured=measured, allreduce=allreduce, strict_fp32=strict_fp32,
-                                strict_dequant=strict_dequant, residency=residency)
+                                measured=measured, allreduce=allreduce, dtype=dtype, strict_fp32=strict_fp32,
+                                strict_dequant=strict_dequant, residency=residency, clock=clock,
+                                compute_dtype=compute_dtype)
     if hw is None:
         raise BoundError("--hw: give a chip name, alias or spec path")
     chips = [h.strip() for h in hw.split(",") if h.strip()]

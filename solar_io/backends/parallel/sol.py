@@ -254,6 +254,8 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
     layout = layout or Layout()
     if isinstance(hw, str):  # NAME@CLOCK: every chip at that core clock (solar_io.bound's clock option)
         hw, clock = split_clock(hw)
+        if clock is not None and bound_options.get("clock") not in (None, clock):
+            raise ParallelError(f"--hw {hw}@{clock} and --clock {bound_options['clock']}: give one clock")
         if clock is not None:
             bound_options = {**bound_options, "clock": clock}
     if system is not None:
@@ -338,6 +340,7 @@ def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool
                  "B/bw); groups spanning nodes run hierarchically, the slower level binding")
     lines.append("inputs: graph inputs over split ranks (a KV cache split by heads, token ids split by SP) are taken "
                  "as already distributed; outputs over split ranks stay distributed (no final gather)")
+    lines.append("fidelities: unfused and fused per chip (the cache-aware one is not computed for many chips)")
     lines.append(f"pipeline: {len(stages)} stage(s), {p.microbatches} microbatch(es), bubble (stages-1)/microbatches "
                  f"= {(len(stages) - 1) / p.microbatches:.4g}; stages cut at layer boundaries, balanced by one chip's "
                  "unfused node times")
