@@ -32,6 +32,9 @@ def parallel_command(graph_path: Path, g, hw: str | None, parallel: str | None, 
     r = parallel_bound(g, hw, layout, system=system, microbatches=microbatches, measured=measured, **bound_options)
     for node, why in r.plan.replicated:
         print(f"{graph_path}: note: linear {node} is replicated, not sharded: {why}", file=sys.stderr)
+    for note in r.plan.notes:
+        if note.startswith(("ep: no", "sp: no")):  # a rule that did not apply: the layout is not what was asked
+            print(f"{graph_path}: warning: {note}", file=sys.stderr)
     if fmt == "yaml":
         text = emit(document(r))
     elif fmt == "json":

@@ -190,7 +190,7 @@ def _sp(g: Graph, layout: Layout, lins: list[Linear], split: dict[str, int]
     if not layout.sp:
         return None, frozenset(), None
     if not lins:
-        return None, frozenset(), "sp: the graph has no linear layer, so no token ranks to split"
+        return None, frozenset(), "sp: no linear layer in the graph, so no token ranks to split"
     tp = layout.tp
     token = [r for r in lins[0].tokens if g.rank_sizes[r] % tp == 0 and g.rank_sizes[r] > 1]
     if not token:
@@ -219,7 +219,9 @@ def _ep(g: Graph, layout: Layout, lins: list[Linear]) -> tuple[str | None, str |
     experts = [x for x in lins if x.expert]
     if not experts:
         return None, None, frozenset(), ("ep: no linear has an expert rank (a weight rank its activation and "
-                                         "output share); experts stay replicated")
+                                         "output share: batched expert weights w[X, D, F]); experts written as "
+                                         "separate modules (a loop over nn.Linear experts) stay replicated, so a "
+                                         "run that spreads them can be faster than this bound")
     x_rank = experts[0].expert[0]
     if g.rank_sizes[x_rank] % layout.ep:
         raise ParallelError(f"--parallel ep={layout.ep}: the expert rank {x_rank} has {g.rank_sizes[x_rank]} experts, "
