@@ -237,3 +237,57 @@ def test_forced_routing_is_what_validation_runs(tmp_path: Path) -> None:
     with torch.no_grad(), forcing(cap.plan):
         idx = torch.topk(model.gate(x).softmax(-1), 1, dim=-1).indices
     assert np.array_equal(idx.numpy(), table)
+
+
+CAPACITY = textwrap.dedent('''
+    import math
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    EXPERTS, TOKENS, FACTOR = 2, 8, 1.0
+
+
+    class Model(nn.Module):
+        """Switch-style top-1 routing with a capacity factor: an expert keeps its first
+        ceil(FACTOR * TOKENS / EXPERTS) tokens, the rest pass through unchanged."""
+
+        def __init__(self, d={d}, h={h}):
+            super().__init__()
+            self.gate = nn.Linear(d, EXPERTS, bias=False)
+            self.w1 = nn.ModuleList(nn.Linear(d, h, bias=False) for _ in range(EXPERTS))
+            self.w2 = nn.ModuleList(nn.Linear(h, d, bias=False) for _ in range(EXPERTS))
+
+        def forward(self, x):
+            capacity = math.ceil(FACTOR * TOKENS / EXPERTS)
+            p, idx = torch.topk(self.gate(x).softmax(-1), 1, dim=-1)
+            onehot = F.one_hot(idx[:, 0], EXPERTS)
+            position = torch.cumsum(onehot, dim=0) * onehot
+            keep = (position > 0) & (position <= capacity)
+            out = x.clone()
+            for e in range(EXPERTS):
+                rows = keep[:, e].nonzero()[:, 0]
+                if rows.numel() == 0:
+                    continue
+                out[rows] = x[rows] + p[rows] * self.w2[e](torch.relu(self.w1[e](x[rows])))
+            return out
+
+
+    def get_inputs():
+        return [torch.randn(TOKENS, {d})]
+''')
+
+
+def test_a_capacity_factor_drops_what_it_drops_under_the_assumed_routing(tmp_path: Path) -> None:
+    """Capacity is the model's own code: under skewed=3 (7 and 1 tokens) expert 0 keeps ceil(1.0*8/2) = 4,
+    so 5 token-expert pairs do work; balanced (4, 4) drops nothing."""
+    p = tmp_path / "switch.py"
+    p.write_text(CAPACITY.format(d=D, h=H))
+    pair = D * H + H * D
+    for mode, per, pairs in (("skewed=3", (7, 1), 5), ("balanced", (4, 4), 8)):
+        g = capture_file(p, routing=mode, validate=mode == "skewed=3")
+        assert _routing(g)["tokens_per_expert"] == per, mode
+        assert graph_metrics(g).macs == 8 * D * 2 + pairs * pair, mode
+        if mode == "skewed=3":
+            assert g.validation.status == "passed", g.validation.reason
