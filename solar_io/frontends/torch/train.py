@@ -9,9 +9,11 @@ the rest, so backward ops we do not lower (layer norm, softmax, embedding, activ
 become ops we do. ``convolution_backward`` and the flash attention backward have rules.
 
 ``scaled_dot_product_attention`` without a mask is routed to ``_scaled_dot_product_flash_attention``
-while exporting: the joint graph then keeps attention as a fused forward and a fused backward
-(recomputing the scores, as flash attention does) instead of the math path's saved ``S x T``
-probabilities, which no fused kernel writes (a bound that charged them could be beaten).
+while exporting, and with a mask (boolean or additive, broadcast to the scores) to
+``_scaled_dot_product_efficient_attention``: the joint graph then keeps attention as a fused
+forward and a fused backward (recomputing the scores, as flash attention does, the mask read once
+by each) instead of the math path's saved ``S x T`` probabilities, which no fused kernel writes (a
+bound that charged them could be beaten).
 
 Gradients of the parameters are ``<param>.grad`` tensors, consumed by the optimizer's nodes
 (``frontends/common/training.py``) or, with ``--optimizer none``, graph outputs. Inputs get no
@@ -100,8 +102,9 @@ def make_target(out: torch.Tensor, loss: str, device: str) -> list[torch.Tensor]
 
 
 class FlashAttention(torch.overrides.TorchFunctionMode):
-    """Route unmasked ``scaled_dot_product_attention`` (4-d, no dropout) to the flash kernel while
-    exporting, so the joint graph keeps attention fused (see the module docstring)."""
+    """Route 4-d ``scaled_dot_product_attention`` to a fused kernel while exporting: the flash
+    kernel without a mask, the memory-efficient kernel with one (boolean or additive), so the joint
+    graph keeps attention fused (see the module docstring). Dropout is lowered as inference."""
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = dict(kwargs or {})
@@ -109,12 +112,25 @@ class FlashAttention(torch.overrides.TorchFunctionMode):
             names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
             a = dict(zip(names, args, strict=False))
             a.update(kwargs)
-            q, k = a["query"], a["key"]
-            if a.get("attn_mask") is None and q.dim() == 4 and k.dim() == 4 and (q.shape[1] == k.shape[1] or (
+            q, k, mask = a["query"], a["key"], a.get("attn_mask")
+            if q.dim() == 4 and k.dim() == 4 and (q.shape[1] == k.shape[1] or (
                     a.get("enable_gqa") and q.shape[1] % k.shape[1] == 0)):
-                return _ATEN._scaled_dot_product_flash_attention(q, k, a["value"], 0.0, bool(a.get("is_causal")),
-                                                                 False, scale=a.get("scale"))[0]
+                if mask is None:
+                    return _ATEN._scaled_dot_product_flash_attention(q, k, a["value"], 0.0, bool(a.get("is_causal")),
+                                                                     False, scale=a.get("scale"))[0]
+                # the efficient kernel's meta backward gives K/V gradients query heads: no GQA here
+                if not a.get("is_causal") and q.shape[1] == k.shape[1] and _broadcasts(mask, q, k):
+                    return _ATEN._scaled_dot_product_efficient_attention(q, k, a["value"], mask, True, 0.0, False,
+                                                                         scale=a.get("scale"))[0]
         return func(*args, **kwargs)
+
+
+def _broadcasts(mask: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> bool:
+    """Whether ``mask`` broadcasts to the [B, H, S, T] scores of ``q`` and ``k`` (as sdpa requires)."""
+    try:
+        return tuple(torch.broadcast_shapes(mask.shape, (*q.shape[:3], k.shape[2]))) == (*q.shape[:3], k.shape[2])
+    except RuntimeError:
+        return False
 
 
 def export_step(source: Source, spec: TrainSpec, also: frozenset = frozenset()) -> tuple[Any, int]:

@@ -1,11 +1,19 @@
-"""Fused attention of a training step: ``_scaled_dot_product_flash_attention`` and its backward.
+"""Fused attention of a training step: the flash and memory-efficient kernels and their backwards.
 
 A training capture (``frontends/torch/train.py``) routes ``scaled_dot_product_attention`` without a
-mask to the flash kernel, so the joint graph keeps attention as two fused ops instead of the math
-path's materialised ``S x T`` probabilities. Forward (one kernel)::
+mask to ``_scaled_dot_product_flash_attention`` and with one (``attn_mask``, boolean or additive)
+to ``_scaled_dot_product_efficient_attention`` (the kernel PyTorch has for masks), so the joint
+graph keeps attention as two fused ops instead of the math path's materialised ``S x T``
+probabilities, which no fused kernel writes. Forward (one kernel)::
 
-    scores = Q K^T * scale (causal: masked), lse = max + log(sum(exp(scores - max))),
+    scores = Q K^T * scale (causal: masked; boolean mask M: where(M, scores, -inf);
+             additive mask B: scores + B), lse = max + log(sum(exp(scores - max))),
     P = exp(scores - lse), O = P V                                  # MACs: S*T*E + S*T*Ev
+
+The mask is an input of each kernel, so its bytes (at its own shape: a mask broadcast over batch
+or heads is read once, not per head) are read once by the forward and once by the backward; its
+``S x T`` expansion is never materialised. An additive mask that needs a gradient (a learned
+bias) gets ``dB = P * (dP - D)`` summed over the dims it broadcasts, as the kernel writes it.
 
 Backward (one kernel; scores are recomputed from Q, K and the saved ``lse``, as flash attention
 does)::
@@ -104,17 +112,43 @@ def _check(a: Args) -> None:
         raise NoLowering("flash attention with dropout")
 
 
-@rule("aten._scaled_dot_product_flash_attention")
-def flash_forward(ctx: LowerCtx, a: Args) -> tuple:
+def _masked(ctx: LowerCtx, lay: _Layout, x: T, bias: T | None) -> T:
+    """The scaled scores ``x`` with the mask applied: ``where(mask, x, -inf)`` for a boolean mask,
+    ``x + bias`` for an additive one (broadcast over the dims the mask lacks or has as 1)."""
+    if bias is None:
+        return x
+    m = _group_mask(ctx, lay, bias)
+    if ctx.dtype(m) == "bool":
+        return ctx.ew("where", m, x, float("-inf"), suffix="masked")
+    return ctx.ew("add", x, m, dtype="fp32", suffix="masked")
+
+
+def _group_mask(ctx: LowerCtx, lay: _Layout, bias: T) -> T:
+    """The mask viewed over the layout's lead ranks: under grouped-query attention its heads dim
+    (when it has one) is split like the queries' (a view)."""
+    ms = list(ctx.shape(bias))
+    if not lay.grouped or len(ms) < 3:
+        return bias
+    if ms[-3] == lay.h:
+        return ctx.reshape(bias, ms[:-3] + [lay.hk, lay.h // lay.hk] + ms[-2:], suffix="mask_grouped")
+    if ms[-3] == 1:
+        return ctx.reshape(bias, ms[:-3] + [1, 1] + ms[-2:], suffix="mask_grouped")
+    raise NoLowering("attention mask whose heads dim is neither 1 nor the query heads")
+
+
+def _forward(ctx: LowerCtx, a: Args, bias: T | None, kernel: str) -> tuple[T, T]:
+    """O and the log-sum-exp rows of one fused attention forward (see the module docstring)."""
     _check(a)
     q, k, v = a.query, a.key, a.value
     lay = _Layout(ctx, q, k, v)
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(ctx.shape(q)[-1])
     before = set(ctx.b.tensors)
-    attrs = {"causal": bool(a.is_causal), "fused": "flash attention forward"}
+    attrs = {"causal": bool(a.is_causal), "fused": f"{kernel} forward"}
+    if bias is not None:
+        attrs["mask"] = "boolean" if ctx.dtype(bias) == "bool" else "additive"
     if a.is_causal:
         attrs["causal_work"] = "triangle (tensor density)"
-    x = _scores(ctx, lay, k, scale, bool(a.is_causal), attrs)
+    x = _masked(ctx, lay, _scores(ctx, lay, k, scale, bool(a.is_causal), attrs), bias)
     mx = ctx.reduce(x, [-1], True, "max", suffix="max")
     e = ctx.ew("exp", ctx.ew("sub", x, mx, suffix="shifted"), suffix="exp")
     sm = ctx.reduce(e, [-1], True, "add", suffix="sum")
@@ -122,30 +156,33 @@ def flash_forward(ctx: LowerCtx, a: Args) -> tuple:
     if a.is_causal:
         _causal_density(ctx, lay, before)
     lse = ctx.ew("add", ctx.ew("log", sm, suffix="logsum"), mx, dtype=ctx.out_dtype(1), suffix="lse_rows")
-    lse = ctx.reshape(lse, ctx.out_shape(1), suffix="lse")
+    lse = ctx.reshape(lse, list(ctx.shape(q)[:-1]), suffix="lse")
     o_ranks = lay.lead + [lay.S, lay.Ev]
     o = _contract(ctx, o_ranks, [lay.T], access(p.name, lay.lead + [lay.S, lay.T]), lay.kv(v, lay.Ev),
                   ctx.out_dtype(0), "grouped" if lay.grouped else None)
     if lay.grouped:
         o = ctx.reshape(o, ctx.out_shape(0))
-    n, m = lay.n, lay.m
-    return (o, lse, None, None, n, m, None, None, None)
+    return o, lse
 
 
-@rule("aten._scaled_dot_product_flash_attention_backward")
-def flash_backward(ctx: LowerCtx, a: Args) -> tuple[T, T, T]:
+def _backward(ctx: LowerCtx, a: Args, grad_out: T, bias: T | None, kernel: str, bias_grad: bool = False
+              ) -> tuple[T, T, T, T | None]:
+    """dQ, dK, dV (and the mask's gradient when ``bias_grad``) of one fused attention backward."""
     _check(a)
     q, k, v = a.query, a.key, a.value
     lay = _Layout(ctx, q, k, v)
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(ctx.shape(q)[-1])
     before = set(ctx.b.tensors)
-    attrs = {"causal": bool(a.is_causal), "fused": "flash attention backward (scores recomputed)"}
+    attrs = {"causal": bool(a.is_causal), "fused": f"{kernel} backward (scores recomputed)"}
+    if bias is not None:
+        attrs["mask"] = "boolean" if ctx.dtype(bias) == "bool" else "additive"
     if a.is_causal:
         attrs["causal_work"] = "triangle (tensor density)"
-    d_o = lay.group(ctx, a.grad_out, "dout_grouped")
+    d_o = lay.group(ctx, grad_out, "dout_grouped")
     o = lay.group(ctx, a.out, "out_grouped")
-    lse = ctx.reshape(a.logsumexp, list(ctx.shape(lay.q)[:-1]) + [1], suffix="lse_rows")
-    x = _scores(ctx, lay, k, scale, bool(a.is_causal), attrs)
+    rows_shape = list(ctx.shape(lay.q)[:-1])
+    lse = ctx.reshape(a.logsumexp, rows_shape + [1], suffix="lse_rows")
+    x = _masked(ctx, lay, _scores(ctx, lay, k, scale, bool(a.is_causal), attrs), bias)
     p = ctx.ew("exp", ctx.ew("sub", x, lse, suffix="shifted"), dtype=ctx.dtype(q), suffix="probs")
     rows = lay.lead + [lay.S]
     st = rows + [lay.T]
@@ -153,8 +190,9 @@ def flash_backward(ctx: LowerCtx, a: Args) -> tuple[T, T, T]:
                    access(p.name, st), access(d_o.name, rows + [lay.Ev]), ctx.out_dtype(2), "dv")
     dp = _contract(ctx, st, [lay.Ev], access(d_o.name, rows + [lay.Ev]), lay.kv(v, lay.Ev), "fp32", "dp")
     dd = ctx.reduce(ctx.ew("mul", d_o, o, dtype="fp32", suffix="dout_out"), [-1], True, "add", suffix="delta")
-    ds = ctx.ew("mul", ctx.ew("mul", p, ctx.ew("sub", dp, dd, suffix="dp_centered"), suffix="ds_unscaled"),
-                float(scale), dtype=ctx.dtype(q), suffix="ds")
+    du = ctx.ew("mul", p, ctx.ew("sub", dp, dd, suffix="dp_centered"), suffix="ds_unscaled")
+    ds = ctx.ew("mul", du, float(scale), dtype=ctx.dtype(q), suffix="ds")
+    d_bias = _bias_grad(ctx, lay, du, bias) if bias_grad and bias is not None else None
     if a.is_causal:
         _causal_density(ctx, lay, before)
     dq = _contract(ctx, rows + [lay.E], [lay.T], access(ds.name, st), lay.kv(k, lay.E), ctx.out_dtype(0),
@@ -163,4 +201,44 @@ def flash_backward(ctx: LowerCtx, a: Args) -> tuple[T, T, T]:
         dq = ctx.reshape(dq, ctx.out_shape(0), suffix="dq")
     dk = _contract(ctx, lay.kv_lead + [lay.T, lay.E], ([lay.lead[-1]] if lay.grouped else []) + [lay.S],
                    access(ds.name, st), access(lay.q.name, rows + [lay.E]), ctx.out_dtype(1), "dk")
+    return dq, dk, dv, d_bias
+
+
+def _bias_grad(ctx: LowerCtx, lay: _Layout, du: T, bias: T) -> T:
+    """The additive mask's gradient: ``P * (dP - D)`` summed over the dims the mask broadcasts."""
+    m = _group_mask(ctx, lay, bias)
+    ms, xs = ctx.shape(m), ctx.shape(du)
+    off = len(xs) - len(ms)
+    dims = [i for i in range(len(xs)) if i < off or (ms[i - off] == 1 and xs[i] != 1)]
+    g = ctx.reduce(du, dims, True, "add", dtype=ctx.out_dtype(3), suffix="dbias") if dims else \
+        ctx.cast(du, ctx.out_dtype(3), suffix="dbias")
+    return ctx.reshape(g, ctx.out_shape(3), suffix="dbias_shaped")
+
+
+@rule("aten._scaled_dot_product_flash_attention")
+def flash_forward(ctx: LowerCtx, a: Args) -> tuple:
+    o, lse = _forward(ctx, a, None, "flash attention")
+    n, m = ctx.shape(a.query)[2], ctx.shape(a.key)[2]
+    return (o, ctx.reshape(lse, ctx.out_shape(1)), None, None, n, m, None, None, None)
+
+
+@rule("aten._scaled_dot_product_flash_attention_backward")
+def flash_backward(ctx: LowerCtx, a: Args) -> tuple[T, T, T]:
+    dq, dk, dv, _ = _backward(ctx, a, a.grad_out, None, "flash attention")
     return dq, dk, dv
+
+
+@rule("aten._scaled_dot_product_efficient_attention")
+def efficient_forward(ctx: LowerCtx, a: Args) -> tuple:
+    """Memory-efficient attention with an optional mask (``attn_bias``); its log-sum-exp is the
+    ``S`` rows the backward reads (torch's allocation pads it to a multiple of 32)."""
+    o, lse = _forward(ctx, a, a.attn_bias, "memory-efficient attention")
+    return (o, lse, None, None)
+
+
+@rule("aten._scaled_dot_product_efficient_attention_backward")
+def efficient_backward(ctx: LowerCtx, a: Args) -> tuple:
+    want = list(a.grad_input_mask)
+    dq, dk, dv, db = _backward(ctx, a, a.grad_out_, a.attn_bias, "memory-efficient attention",
+                               bias_grad=bool(want[3]))
+    return dq, dk, dv, db
