@@ -139,3 +139,38 @@ def train_two(b: int = 64, d: int = 1024) -> solar_io.Graph:
             e("s2_", "optimizer", "E, F", "['dw2[E, F]', 'lr[]']", "s2[E, F]", rd="none"),
             e("u2", "optimizer", "E, F", "['w2[E, F]', 's2[E, F]']", "w2n[E, F]", mp="sub", rd="none")]
     return solar_io.loads("\n".join(text + TAIL) + "\n")
+
+
+def moe_loop(tokens: tuple[int, ...] = (3, 5, 2, 6), t: int = 16, d: int = 32, f: int = 64) -> solar_io.Graph:
+    """Experts as separate modules (transformers' Mixtral pattern) with a fixed routing: expert i gathers its
+    ``tokens[i]`` rows ``x[@idx_i, D]``, runs ``relu(xe_i w1_i) w2_i`` and ``comb_i[T, N_i]`` adds the results
+    back into the tokens (bf16)."""
+    ranks = ["ranks:", f"  T: {t}", f"  D: {d}", f"  F: {f}"] + [f"  N{i}: {n}" for i, n in enumerate(tokens)]
+    ten = ["tensors:", "- {name: x, ranks: [T, D], dtype: bf16, role: input}"]
+    nodes = ["nodes:"]
+    for i, _ in enumerate(tokens):
+        n = f"N{i}"
+        ten += [f"- {{name: idx{i}, ranks: [{n}], dtype: int32, role: input}}",
+                f"- {{name: comb{i}, ranks: [T, {n}], dtype: bf16, role: input}}",
+                f"- {{name: w1_{i}, ranks: [D, F], dtype: bf16, role: weight}}",
+                f"- {{name: w2_{i}, ranks: [F, D], dtype: bf16, role: weight}}"]
+        ten += [f"- {{name: {v}{i}, ranks: [{r}], dtype: bf16, role: intermediate}}"
+                for v, r in (("xe", f"{n}, D"), ("h", f"{n}, F"), ("a", f"{n}, F"), ("y", f"{n}, D"), ("c", "T, D"))]
+        nodes += [f"- {{name: gather{i}, kind: data_movement, op: index_select, movement: copy, space: [{n}, D], "
+                  f"inputs: ['x[@idx{i}, D]', 'idx{i}[{n}]'], output: 'xe{i}[{n}, D]'}}",
+                  f"- {{name: up{i}, kind: einsum, op: mm, space: [{n}, F, D], inputs: ['xe{i}[{n}, D]', "
+                  f"'w1_{i}[D, F]'], output: 'h{i}[{n}, F]', map: mul, reduce: add}}",
+                  f"- {{name: relu{i}, kind: einsum, op: relu, space: [{n}, F], inputs: ['h{i}[{n}, F]'], "
+                  f"output: 'a{i}[{n}, F]', map: relu, reduce: none}}",
+                  f"- {{name: down{i}, kind: einsum, op: mm, space: [{n}, D, F], inputs: ['a{i}[{n}, F]', "
+                  f"'w2_{i}[F, D]'], output: 'y{i}[{n}, D]', map: mul, reduce: add}}",
+                  f"- {{name: back{i}, kind: einsum, op: mm, space: [T, D, {n}], inputs: ['comb{i}[T, {n}]', "
+                  f"'y{i}[{n}, D]'], output: 'c{i}[T, D]', map: mul, reduce: add}}"]
+    acc = "c0"
+    for i in range(1, len(tokens)):
+        name = "out" if i == len(tokens) - 1 else f"s{i}"
+        ten.append(f"- {{name: {name}, ranks: [T, D], dtype: bf16, role: {'output' if name == 'out' else 'intermediate'}}}")
+        nodes.append(f"- {{name: add{i}, kind: einsum, op: add, space: [T, D], inputs: ['{acc}[T, D]', 'c{i}[T, D]'], "
+                     f"output: '{name}[T, D]', map: add, reduce: none}}")
+        acc = name
+    return solar_io.loads("\n".join([*HEADER("moe_loop"), *ranks, *ten, *nodes, *TAIL]) + "\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from parallel_graphs import moe, moe_dense, stack, train_linear, train_two
+from parallel_graphs import moe, moe_dense, moe_loop, stack, train_linear, train_two
 
 import solar_io
 from solar_io import graph_metrics
@@ -124,3 +124,21 @@ def test_pp2_of_a_training_step_keeps_each_layer_with_its_backward_and_update():
     assert grads == [["1 gradients"], ["1 gradients"]]
     assert all(c.collective.nbytes == 1024 * 1024 * 2 for s in d.stages for c in s.collectives
                if c.collective.dim == "dp")
+
+
+def test_ep2_of_experts_as_separate_modules():
+    g = moe_loop((3, 5, 2, 6))  # four experts, 3, 5, 2 and 6 routed tokens, D=32, F=64
+    r = parallel_bound(g, "h100-sxm", parse_layout("ep=2"))
+    (st,) = r.stages
+    # chip 1 holds experts 1 and 3 (11 tokens, against 5 on chip 0): the busiest chip is the one bounded
+    assert r.plan.ep_nodes == frozenset({f"{k}{i}" for i in (1, 3) for k in ("up", "relu", "down")})
+    assert r.plan.ep_dropped == frozenset({f"{k}{i}" for i in (0, 2) for k in ("up", "relu", "down")})
+    parts = {sg.name.rsplit(".", 1)[-1]: sg for sg in _parts(r)}
+    experts = parts["expert-parallel"]
+    assert (experts.rank_sizes["N1"], experts.rank_sizes["N3"]) == (10, 12)  # the tokens of 2 replicas each
+    assert graph_metrics(experts).macs == 2 * (2 * 5 * 32 * 64 + 2 * 6 * 32 * 64)
+    assert st.weight_bytes == 2 * 2 * 32 * 64 * 2  # w1 and w2 of two experts
+    routed = (3 + 5 + 2 + 6) * 32 * 2  # every gathered row, bf16
+    got = [(c.collective.kind, c.collective.nbytes) for c in st.collectives]
+    assert got == [("all-to-all", routed), ("all-to-all", routed)]  # dispatch, combine
+    assert all(c.seconds == pytest.approx(1 / 2 * routed / NVLINK, rel=1e-12) for c in st.collectives)

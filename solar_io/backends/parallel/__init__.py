@@ -21,8 +21,11 @@ sp     the nodes outside TP regions whose tensors all have     the all-reduces i
        the token rank (norms, residual adds) split it tp ways  reduce-scatters; an all-gather feeds each TP
        (Megatron-LM sequence parallelism)                      region from them (same bytes as the all-reduce)
 ep=n   the expert rank of batched expert weights (a weight     all-to-all of the tokens entering the expert
-       rank the activation and output share) split n ways;     part (dispatch) and of those leaving it
-       each chip runs its experts on n DP ranks' tokens        (combine)
+       rank the activation and output share) split n ways;     part (dispatch; an all-gather when every
+       experts as separate modules (same-shaped column -> row  expert reads every token) and of those
+       pairs reading the same tokens, :mod:`.experts`): every  leaving it (combine)
+       n-th on a chip; each chip runs its experts on n DP
+       ranks' tokens; the busiest chip is bounded
 pp=n   layers (cuts in node order one activation alone     send/recv of the activations crossing each
        crosses) into n stages balanced by time; a training     cut (and of the gradients going back); the
        step keeps each layer's backward and update on its      step is sum_s t_s + (m-1) max_s t_s:

@@ -41,11 +41,15 @@ class Plan:
     gradients: tuple[str, ...]
     training: bool
     notes: tuple[str, ...] = field(default=())
+    # experts written as separate modules (:mod:`.experts`): the others' nodes leave the chip
+    ep_dropped: frozenset[str] = frozenset()
+    ep_factors: dict[str, Fraction] = field(default_factory=dict)
+    ep_collectives: tuple = ()
 
     def segments(self, stage: int) -> list[tuple[str, frozenset[str], dict[str, Fraction]]]:
         """(label, nodes, extra rank resizes) of the parts of ``stage`` that one chip runs: the TP part,
         the sequence-parallel part (sequence rank / tp) and the expert part (experts / ep, tokens x ep)."""
-        nodes = set(self.stages[stage])
+        nodes = set(self.stages[stage]) - self.ep_dropped
         sp = nodes & self.sp_nodes
         ep = nodes & self.ep_nodes - sp
         rest = nodes - sp - ep
@@ -59,6 +63,8 @@ class Plan:
             if self.ep_tokens is not None:
                 f[self.ep_tokens] = Fraction(self.layout.ep)
             out.append(("expert-parallel", frozenset(ep), f))
+        elif ep and self.ep_factors:
+            out.append(("expert-parallel", frozenset(ep), dict(self.ep_factors)))
         return out
 
 
@@ -307,7 +313,15 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
                      f"rank {sp_rank} {layout.tp} ways; TP all-reduces into them become reduce-scatters and "
                      "all-gathers feed the TP regions")
     ep_rank, ep_tokens, ep_nodes, ep_note = _ep(per_chip, layout, linears(per_chip))
-    if ep_note:
+    loop = None
+    if ep_note and ep_note.startswith("ep: no") and not training:
+        from .experts import loop_experts
+
+        loop = loop_experts(per_chip, layout.ep, linears(per_chip))
+    if loop is not None:
+        ep_nodes = loop.kept
+        notes.append(loop.note)
+    elif ep_note:
         notes.append(ep_note)
     elif ep_rank is not None:
         notes.append(f"ep: the expert rank {ep_rank} is split {layout.ep} ways; each chip runs its "
@@ -325,8 +339,10 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
     grads = tuple(gradients(per_chip)) if training else ()
     if layout.dp > 1 and training and not grads:
         notes.append("dp: no weight gradient found (backward-phase outputs shaped like a weight): no all-reduce")
+    extra = {} if loop is None else {"ep_dropped": loop.dropped, "ep_factors": loop.factors,
+                                     "ep_collectives": loop.collectives}
     return Plan(layout, microbatches, per_chip, split, column, row, partial, tuple(replicated), sp_rank, sp_nodes,
-                ep_rank, ep_tokens, ep_nodes, stages, grads, training, tuple(notes))
+                ep_rank, ep_tokens, ep_nodes, stages, grads, training, tuple(notes), **extra)
 
 
 def stage_graph(p: Plan, stage: int, label: str, nodes: frozenset[str], factors: dict[str, Fraction]) -> Graph:

@@ -157,8 +157,10 @@ def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dic
     made_by, readers = producers(g), consumers(g)
     part_of = {n: label for label, nodes, _ in parts for n in nodes}
     sized = {t.name: (sg, t) for sg in graphs for t in sg.tensors if made_by.get(t.name) in {n.name for n in sg.nodes}}
-    here = set(p.stages[stage])
+    here = set(p.stages[stage]) - p.ep_dropped
     out: list[Collective] = []
+    if p.ep_collectives and here & p.ep_nodes and not any(p.ep_nodes & set(s) for s in p.stages[:stage]):
+        out.extend(p.ep_collectives)  # experts as separate modules (.experts): dispatch and combine
     for name in p.partial:
         if name not in here:
             continue
