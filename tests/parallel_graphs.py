@@ -169,7 +169,8 @@ def moe_loop(tokens: tuple[int, ...] = (3, 5, 2, 6), t: int = 16, d: int = 32, f
     acc = "c0"
     for i in range(1, len(tokens)):
         name = "out" if i == len(tokens) - 1 else f"s{i}"
-        ten.append(f"- {{name: {name}, ranks: [T, D], dtype: bf16, role: {'output' if name == 'out' else 'intermediate'}}}")
+        role = "output" if name == "out" else "intermediate"
+        ten.append(f"- {{name: {name}, ranks: [T, D], dtype: bf16, role: {role}}}")
         nodes.append(f"- {{name: add{i}, kind: einsum, op: add, space: [T, D], inputs: ['{acc}[T, D]', 'c{i}[T, D]'], "
                      f"output: '{name}[T, D]', map: add, reduce: none}}")
         acc = name
