@@ -131,6 +131,8 @@ def test_cli_decode_writes_the_step(model_file: Path, tmp_path: Path) -> None:
     assert (step["batch"], step["seq"], step["kv_len"], step["cache"]) == (3, 1, 9, "static")
     r = CliRunner().invoke(app, ["capture", str(model_file), "--phase", "decode", "--no-validate"])
     assert r.exit_code != 0 and isinstance(r.exception, InputSpecError) and "--kv-len" in str(r.exception)
+    r = CliRunner().invoke(app, ["capture", str(model_file), "--kv-len", "9", "--no-validate"])  # no --phase
+    assert r.exit_code != 0 and "--phase" in str(r.exception)
 
 
 HF_MODEL = f"""\

@@ -171,6 +171,11 @@ def capture_command(
         options["routing"] = routing
     if phase is not None:
         options["step"] = _serving_step(source, frontend, phase, batch, seq, kv_len, cache, page_size)
+    else:
+        given = [f for f, v, d in (("--batch", batch, 1), ("--seq", seq, None), ("--kv-len", kv_len, 0),
+                                   ("--cache", cache, "dynamic"), ("--page-size", page_size, 16)) if v != d]
+        if given:
+            raise InputSpecError(f"{given[0]} describes a serving step: give --phase prefill or --phase decode")
     if train:
         options["train"] = _train_spec(source, frontend, loss, optimizer, master_dtype)
     from ..frontends.trace.detect import is_trace_source

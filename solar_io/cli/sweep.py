@@ -194,6 +194,8 @@ def sweep_command(
     step = None
     if phase is not None:
         step = {"phase": phase, "cache": cache, "page_size": page_size, **({"seq": seq} if seq is not None else {})}
+    elif cache != "dynamic" or seq is not None or page_size != 16:
+        raise SweepError("--cache, --seq and --page-size describe a serving step: give --phase prefill or decode")
     if dtype is not None:
         step = {**(step or {}), "dtype": dtype}
     options = SweepOptions(list(sets), list(varies), chips, cache_aware, validate, frontend, jobs, executor, address,
