@@ -297,8 +297,7 @@ def main(argv: list[str] | None = None) -> None:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             code = app(args=args, prog_name="solar-io", standalone_mode=False)
-        if isinstance(code, int) and not isinstance(code, bool) and code:
-            sys.exit(code)
+        sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)  # as click's own main does
     except typer.Abort:
         print("error: aborted", file=err)
         sys.exit(1)
