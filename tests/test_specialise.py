@@ -186,3 +186,42 @@ def test_deepseek_style_block(tmp_path: Path, routing: str) -> None:
         want = counts("uniform", T, E, K)  # 8*(1-(6/8)**8) = 7.2 -> 7 experts
         assert r["tokens_per_expert"] == want and used == 7
         assert check_groups(assign(want, T, K), E, GROUPS, TOPK_GROUPS)  # the forced choice keeps the groups
+
+
+UNIQUE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(16, 4, bias=False)
+        self.experts = nn.ModuleList(nn.Linear(16, 16, bias=False) for _ in range(4))
+
+    def forward(self, x):
+        w, ids = torch.topk(self.gate(x).softmax(-1), 1, dim=-1)
+        out = torch.zeros_like(x)
+        for e in ids.unique():
+            rows = (ids[:, 0] == e).nonzero()[:, 0]
+            out[rows] = self.experts[e](x[rows]) * w[rows]
+        return out
+
+
+def get_inputs():
+    return [torch.randn(6, 16)]
+"""
+
+
+def test_loop_over_unique_expert_ids(tmp_path: Path) -> None:
+    """``for e in ids.unique():`` with ``self.experts[e]``: the distinct ids and each ``__index__`` are
+    specialised; balanced top-1 of 4 experts over 6 tokens gives (2, 2, 1, 1)."""
+    p = tmp_path / "uniq.py"
+    p.write_text(UNIQUE)
+    g = capture_file(p, routing="balanced")
+    assert g.validation.status == "passed", g.validation.reason
+    assert graph_metrics(g).opaque == ()
+    assert graph_metrics(g).macs == 6 * 16 * 4 + 6 * 16 * 16
+    spec = {a.subject: dict(a.values) for a in g.assumptions if a.kind == "specialised"}
+    assert spec["unique at uniq.py:14"]["rows_of_the_index"] == (4,)
+    assert spec["nonzero at uniq.py:15"]["rows_of_the_index"] == (2, 2, 1, 1)
+    assert spec["Tensor.index at uniq.py:16"]["values"] == (0, 1, 2, 3)

@@ -9,7 +9,7 @@ boolean-mask indexing, ``bincount``, the tokens each expert receives after a rou
    dispatch mode) keeps the CPU value of every *small* tensor whose inputs have known values (small
    integer and boolean inputs, tensors the program creates, the router choices of the routing
    model), while every large tensor stays on the ``meta`` device; ``_Decide`` (a function mode)
-   answers each data-dependent call (``item``, ``__bool__``, ``tolist``, ``nonzero``, ...) from those
+   answers each data-dependent call (``item``, ``__bool__``, ``tolist``, ``nonzero``, ``unique`` of ids, ...) from those
    values and records the answer. Under a synthetic routing (:mod:`.routing`) each ``topk`` over
    scores computed from weights is a router: its indices are the routing model's. A decision whose
    values are not known on meta (the routing is ``observed``, or a branch on the hidden states)
@@ -286,6 +286,7 @@ _BINCOUNT = {torch.bincount: "bincount", torch.Tensor.bincount: "bincount"}
 _REPEAT = {torch.repeat_interleave: "repeat_interleave", torch.Tensor.repeat_interleave: "repeat_interleave"}
 _MASKED = {torch.masked_select: "masked_select", torch.Tensor.masked_select: "masked_select"}
 _ONE_HOT = {torch.nn.functional.one_hot: "one_hot"}
+_UNIQUE = {torch.unique: "unique", torch.Tensor.unique: "unique"}
 
 
 class _Decide(TorchFunctionMode):
@@ -357,7 +358,7 @@ class _Decide(TorchFunctionMode):
         kwargs = kwargs or {}
         try:
             hit = func in _SCALAR or func in _LIST or func in _NONZERO or func in _ITEMS or func in _BINCOUNT \
-                or func in _REPEAT or func in _MASKED or func in _ONE_HOT or func is torch.where
+                or func in _REPEAT or func in _MASKED or func in _ONE_HOT or func in _UNIQUE or func is torch.where
         except TypeError:  # unhashable
             hit = False
         if not hit:
@@ -418,6 +419,12 @@ class _Decide(TorchFunctionMode):
             if dim is None:
                 return x.reshape(-1).index_select(0, idx)
             return x.index_select(dim, idx)
+        if func in _UNIQUE:  # the distinct values of integer ids (``for e in ids.unique():``)
+            x = args[0]
+            extra = any(kwargs.get(k) for k in ("return_inverse", "return_counts", "dim")) or len(args) > 2
+            if extra or x.dtype.is_floating_point or x.dtype == torch.bool:
+                return func(*args, **kwargs)
+            return self._index("unique", x, lambda v: torch.unique(v.reshape(-1))).to(x.dtype)
         if func in _ONE_HOT:
             n = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
             if n != -1:
