@@ -267,8 +267,10 @@ def test_cli_without_jail_is_one_line_naming_unsafe_exec(monkeypatch, capsys, tm
     err = capsys.readouterr().err
     assert e.value.code == 1 and len(err.strip().splitlines()) == 1 and "--unsafe-exec" in err
     assert "apt-get install bubblewrap" in err
-    main(["capture", str(here / "layernorm_np.py"), "--frontend", "agent", "--unsafe-exec", "-o",
-          str(tmp_path / "g.yaml")])
+    with pytest.raises(SystemExit) as ok:  # main() exits with the status, 0 on success
+        main(["capture", str(here / "layernorm_np.py"), "--frontend", "agent", "--unsafe-exec", "-o",
+              str(tmp_path / "g.yaml")])
+    assert ok.value.code == 0
     assert "unjailed child process (--unsafe-exec" in (tmp_path / "g.yaml").read_text()
 
 
