@@ -60,6 +60,8 @@ def export(source: Source, *, routing: Routing | None = None, budget: int = DEFA
         ep = _export(source.model("meta"), source.inputs("meta"))
         if _unbacked(ep):
             raise _Unbacked("the exported program has data-dependent (unbacked) sizes")
+    except CaptureError:  # the model's own loading (get_inputs, __init__) failed: its line as it is
+        raise
     except Exception as e:
         if not needs_values(e):
             raise _export_error(source, e) from e
