@@ -34,6 +34,8 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     t = t.detach()
     if t.dtype in (torch.bfloat16, torch.float16) or str(t.dtype).startswith("torch.float8"):
         t = t.float()
+    elif str(t.dtype).startswith("torch.float4"):  # packed fp4 pairs: the graph holds their bytes (uint8)
+        t = t.view(torch.uint8)
     return t.cpu().numpy()
 
 

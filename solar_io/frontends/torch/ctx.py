@@ -23,6 +23,11 @@ from .registry import NoLowering
 
 #: torch dtype -> the file's dtype (from :data:`solar_io.dtypes.FRAMEWORK_TO_FILE`).
 TORCH_TO_FILE = {getattr(torch, name): file for name, file in FRAMEWORK_TO_FILE.items()}
+#: Packed fp4 (two E2M1 values per byte): the graph holds its bytes as uint8 of the same shape, so its
+#: bytes are exact (one per element, two values each); PyTorch itself only views such a tensor as
+#: uint8 (unpacking it with bit operations) or hands it to a scaled matmul kernel.
+if hasattr(torch, "float4_e2m1fn_x2"):
+    TORCH_TO_FILE[torch.float4_e2m1fn_x2] = "uint8"
 _INPUT_HINTS = {1: ("D",), 2: ("B", "D"), 3: ("B", "S", "D"), 4: ("N", "C", "H", "W"),
                 5: ("N", "C", "T", "H", "W")}
 _INT_HINTS = {1: ("B",), 2: ("B", "S"), 3: ("B", "S", "K")}

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     conv,
     elementwise,
     flash,
+    fp4,
     gather,
     loss,
     matmul,
