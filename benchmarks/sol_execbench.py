@@ -2,7 +2,8 @@
 published SOLs and measured baselines where a metadata file gives them.
 
     .venv/bin/python benchmarks/sol_execbench.py CORPUS_DIR [--hw b200@1500MHz] [--sample N]
-        [--metadata FILE] [--out benchmarks/results/sol_execbench.md] [--cache-bound ilp|floor]
+        [--metadata FILE] [--published FILE] [--out benchmarks/results/sol_execbench.md]
+        [--rows rows.json] [--only PROBLEM ... --reuse rows.json] [--cache-bound ilp|floor]
 
 CORPUS_DIR holds problem folders (definition.json, workload.jsonl, optionally reference.py), in
 subset folders (L1, L2, Quant, FlashInfer-Bench) or not. Per workload it prints: captured (or the
@@ -12,9 +13,21 @@ cache-aware SOL above a measured latency: a bound that a real run beat). Per sub
 totals and the median capture + bound seconds per workload. The report (markdown) goes to --out.
 
 Metadata (optional): a JSON file {"<definition name>": {"<workload uuid>": {"sol_ms": x,
-"baseline_ms": y}}}, given with --metadata or found as ``metadata.json`` beside a definition. No
-public mirror of the B200 leaderboard values was found next to the problem files used here, so
-without it those columns are empty and the violation check has nothing to hold the bounds against.
+"baseline_ms": y}}}, given with --metadata or found as ``metadata.json`` beside a definition.
+
+Published B200 values (optional, ``--published``): the leaderboard's per-workload ``sol_ms`` and
+``baseline_latency_ms`` in the layout of ``reference/nvidia-b200/published.json`` of the public
+mirror williamqwu/sol-execbench-rocm (commit c1f88417; fetched by its
+``scripts/fetch_nvidia_b200_reference.py`` from research.nvidia.com/benchmarks/sol-execbench):
+``{"kernels": {"<subset>__<definition>": {"workloads": [{"axes": {...}, "sol_ms": x,
+"baseline_latency_ms": y}]}}}``. Those entries carry no workload uuid, so a workload is matched by
+its axes (every published axis equal to the workload's value); where several published entries
+match (workloads that differ only in their inputs) the smallest baseline and SOL are kept, the
+strictest test of a lower bound.
+
+``--rows FILE`` writes every row (also the graph's MACs and fused boundary bytes) as JSON; with
+``--only NAME ...`` only those problems are captured again and the others are taken from
+``--reuse FILE`` (a rows file of an earlier run), so a fix is re-measured without the whole corpus.
 """
 
 from __future__ import annotations
@@ -64,12 +77,40 @@ def _metadata(path: Path | None, problem: Path) -> dict:
     return {}
 
 
-def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_bound: str) -> dict:
+def published_index(path: Path | None) -> dict[str, list[dict]]:
+    """``{"<subset>/<definition>": [published workload entries]}`` from a published.json (see above)."""
+    if path is None:
+        return {}
+    kernels = json.loads(path.read_text()).get("kernels", {})
+    return {key.replace("__", "/", 1): entry.get("workloads", []) for key, entry in kernels.items()}
+
+
+def match_published(entries: list[dict], axes: dict[str, int]) -> tuple[float | None, float | None]:
+    """(published SOL s, baseline s) of the entries whose axes all equal the workload's; the smallest
+    of each where several match; (None, None) where none does."""
+    hits = [e for e in entries if e.get("axes") and all(axes.get(k) == v for k, v in e["axes"].items())]
+    sols = [e["sol_ms"] / 1e3 for e in hits if e.get("sol_ms")]
+    bases = [e["baseline_latency_ms"] / 1e3 for e in hits if e.get("baseline_latency_ms")]
+    return (min(sols) if sols else None), (min(bases) if bases else None)
+
+
+def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_bound: str,
+        published: Path | None = None, only: list[str] | None = None, reuse: Path | None = None,
+        rows_path: Path | None = None) -> dict:
     """Capture and bound the corpus; the rows and totals of the report."""
+    from solar_io.metrics import graph_metrics
+
     rows, failures = [], []
+    pub = published_index(published)
+    old = json.loads(reuse.read_text()) if reuse is not None else {"rows": []}
     for d in problem_dirs(corpus):
         rel = d.relative_to(corpus)
         subset = rel.parts[0] if len(rel.parts) > 1 else "-"
+        if only and str(rel) not in only and rel.name not in only:
+            kept = [r for r in old["rows"] if r["problem"] == str(rel)]
+            rows += kept
+            failures += [(r["subset"], category(r["error"]), r["error"]) for r in kept if not r["captured"]]
+            continue
         t0 = time.perf_counter()
         results = capture_problem(d, None, options={"validate": True}, problem=str(rel), keep_graphs=True,
                                   sample=sample)
@@ -85,14 +126,21 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
                 except SolarIOError as e:
                     row["captured"], row["error"] = False, f"bound: {e}"
                 row["bound_s"] = time.perf_counter() - t1
+                gm = graph_metrics(r.graph)
+                row.update(macs=gm.macs, boundary_bytes=gm.boundary_bytes)
                 m = meta.get(r.graph.name, {}).get(r.key, {})
                 row["sol"] = m.get("sol_ms") / 1e3 if m.get("sol_ms") else None
                 row["baseline"] = m.get("baseline_ms") / 1e3 if m.get("baseline_ms") else None
+                wl = r.graph.producer.workload
+                if row["sol"] is None and row["baseline"] is None and wl is not None and str(rel) in pub:
+                    row["sol"], row["baseline"] = match_published(pub[str(rel)], dict(wl.axes))
             if not row["captured"]:
                 failures.append((subset, category(row["error"]), row["error"]))
             rows.append(row)
         print(f"{rel}: {sum(r['captured'] for r in rows if r['problem'] == str(rel))}/{len(results)} captured "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if rows_path is not None:  # after every problem, so a long run can be read while it goes
+            rows_path.write_text(json.dumps({"rows": rows}, indent=1, default=str))
     return {"rows": rows, "failures": failures}
 
 
@@ -136,9 +184,11 @@ def report(data: dict, hw: str, command: str) -> str:
     lines += [f"- {e[:400]}" for _, _, e in failures]
     lines += ["", "## Workloads", "",
               "| workload | captured | opaque | unfused ms | fused ms | cache-aware ms | published SOL ms | "
-              "baseline ms | baseline / fused |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "baseline ms | baseline / fused | published SOL / fused |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         ratio = (f"{r['baseline'] / r['fused']:.3g}" if r.get("baseline") and r.get("fused") else "-")
+        ratio += " | " + (f"{r['sol'] / r['fused']:.3g}" if r.get("sol") and r.get("fused") else "-")
         lines.append(f"| {r['problem']}:{r['key']} | {'yes' if r['captured'] else 'no'} | {r['opaque']} | "
                      f"{_ms(r.get('unfused'))} | {_ms(r.get('fused'))} | {_ms(r.get('cache'))} | "
                      f"{_ms(r.get('sol'))} | {_ms(r.get('baseline'))} | {ratio} |")
@@ -151,10 +201,14 @@ def main() -> None:
     ap.add_argument("--hw", default="b200@1500MHz", help="chip (default b200@1500MHz, the harness's lock)")
     ap.add_argument("--sample", type=int, default=None, help="workloads per problem, evenly spaced (default all)")
     ap.add_argument("--metadata", type=Path, default=None)
+    ap.add_argument("--published", type=Path, default=None, help="published.json of the leaderboard (see above)")
+    ap.add_argument("--rows", type=Path, default=None, help="write every row as JSON here")
+    ap.add_argument("--only", nargs="*", default=None, help="capture only these problems (subset/name or name)")
+    ap.add_argument("--reuse", type=Path, default=None, help="rows JSON of an earlier run, for the other problems")
     ap.add_argument("--cache-bound", default="ilp", choices=("ilp", "floor"))
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/sol_execbench.md"))
     a = ap.parse_args()
-    data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound)
+    data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound, a.published, a.only, a.reuse, a.rows)
     text = report(data, a.hw, " ".join(["python", *sys.argv]))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)
