@@ -189,7 +189,7 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     else:
         from .check import validate_capture
 
-        record = validate_capture(cap, seed=seed, budget=validate_budget)
+        record = validate_capture(cap, seed=seed, budget=validate_budget, pipeline=capture_source)
     cap.graph = _with_validation(graph, record)
     return cap
 

@@ -28,6 +28,7 @@ from .uninit import deterministic_memory, filled_graph, is_uninitialised
 
 if TYPE_CHECKING:
     from .capture import Capture
+    from .reduced import Pipeline
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -173,16 +174,20 @@ def _flat_tensors(out: Any) -> list[torch.Tensor]:
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
-def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30) -> Validation:
+def validate_capture(cap: Capture, *, pipeline: Pipeline, seed: int = 0, budget: int = 2 << 30) -> Validation:
     """The validation record of ``cap`` (see the module docstring). Raises CaptureError when the
-    model raises when run eagerly: a program that cannot run is not captured as valid."""
+    model raises when run eagerly: a program that cannot run is not captured as valid.
+
+    ``pipeline`` is the capture function (``capture.capture_source``) that the per-node checks of a
+    graph over ``budget`` run their one-op programs through; the caller hands it in, so this module
+    and ``reduced`` do not import the capture that imports them."""
     g = cap.graph
     need = graph_bytes(g) * 2
     if need > budget:
         from .reduced import validate_per_node
 
         why = f"the whole graph needs {need / 2**30:.1f} GiB (--validate-budget {budget / 2**30:.1f} GiB)"
-        return validate_per_node(cap, seed=seed, budget=budget, why=why)
+        return validate_per_node(cap, seed=seed, budget=budget, why=why, pipeline=pipeline)
     with deterministic_memory():
         return _validate_whole(cap, seed)
 

@@ -5,7 +5,8 @@ each *distinct* ATen call of the exported program (same op, argument shapes, dty
 non-tensor arguments) is checked on its own, the way tests/test_torch_rules.py checks a rule:
 the call alone becomes a one-op program (``loader._FnModule``) that goes through the same
 pipeline (export on meta, lowering by the same rule, whole-graph validation against eager
-PyTorch on seeded random inputs).
+PyTorch on seeded random inputs). The pipeline is handed in (``capture.capture_source``, through
+``check.validate_capture``), so this module does not import the capture that calls it.
 
 Sizes are reduced by one map on sizes, ``reduced_size``: a size above ``CAP`` becomes its
 largest divisor up to ``CAP`` (or ``CAP`` when it has no divisor of at least ``CAP // 4``), smaller
@@ -37,10 +38,14 @@ from ...graph import Validation
 from ..common.validation import CAP as CAP  # re-exported: the size above which sizes are reduced
 from ..common.validation import reduced_size, skipped
 from .cpu_kernels import first_line
+from .loader import Source, _FnModule
 from .uninit import is_uninitialised
 
 if TYPE_CHECKING:
     from .capture import Capture
+
+#: The capture pipeline a one-op program goes through: ``capture.capture_source``'s signature.
+Pipeline = Callable[..., "Capture"]
 
 #: A call checked at its own sizes may have at most this many elements in its tensor arguments
 #: (a bound on the time of running it: memory alone would admit a vocabulary-sized matmul).
@@ -134,10 +139,9 @@ def _maker(shape: tuple[int, ...], dtype: torch.dtype, top: int) -> Callable[[],
     return lambda: torch.randn(shape).to(dtype)
 
 
-def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int) -> Validation | Exception:
+def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int,
+           pipeline: Pipeline) -> Validation | Exception:
     """The validation record of the call at ``shapes``; what it raised when it does not run there."""
-    from .capture import capture_source
-    from .loader import Source, _FnModule
 
     fn, makers = call.program(shapes, map_ints)
     try:
@@ -151,13 +155,14 @@ def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return capture_source(src, validate=True, seed=seed).graph.validation
+            return pipeline(src, validate=True, seed=seed).graph.validation
     except Exception as e:  # the one-op program does not capture: this call is not checked
         return Validation("skipped", "none", reason=f"{type(e).__name__}: {str(e)[:120]}")
 
 
-def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Validation:
-    """The validation record of ``cap`` from per-node checks at reduced sizes (module docstring)."""
+def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipeline: Pipeline) -> Validation:
+    """The validation record of ``cap`` from per-node checks at reduced sizes (module docstring);
+    ``pipeline`` captures each one-op program (``capture.capture_source``)."""
     opaque = {name for name, _, _ in cap.lowered.opaque}
     calls: dict[str, _Call] = {}
     counts: dict[str, int] = {}
@@ -181,9 +186,9 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Vali
     worst = 0.0
     for call in calls.values():
         small = [tuple(reduced_size(int(s)) for s in t.shape) for t in call.tensors]
-        record = _check(call, small, True, seed)
+        record = _check(call, small, True, seed, pipeline)
         if isinstance(record, Exception):
-            record = _check(call, small, False, seed)
+            record = _check(call, small, False, seed, pipeline)
         if isinstance(record, Validation) and record.status != "skipped":
             reduced += 1
         else:
@@ -191,7 +196,7 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str) -> Vali
             elements = sum(prod(s) for s in own)
             fits = elements <= FULL_ELEMENTS and 3 * 8 * elements <= budget
             if fits:
-                record = _check(call, own, False, seed)
+                record = _check(call, own, False, seed, pipeline)
             if isinstance(record, Exception):  # on random inputs: not a failure of the program
                 unchecked.append(f"{call.node.target} (raised {type(record).__name__}: {first_line(record, 80)})")
                 continue
