@@ -47,3 +47,16 @@ def test_tp8_splits_the_kv_cache_and_the_blocks_by_heads(decode):
     for name in caches:  # each chip holds one KV head of each cache: [2, 1, 32, 8]
         assert c.shape(name) == (2, 1, 32, 8) and g.shape(name) == (2, 8, 32, 8)
     assert graph_metrics(c).macs * 8 == graph_metrics(g).macs  # every contraction is split 8 ways
+
+
+def test_dp4_of_a_captured_training_step_all_reduces_every_weight_gradient():
+    from solar_io.frontends.common.training import TrainSpec
+
+    mlp = MODEL.parents[2] / "tests" / "models" / "mlp.py"  # Linear 64->256, 256->256, 256->10, fp32
+    g = capture(mlp, "torch", train=TrainSpec(loss="sum", optimizer="sgd"), validate=False)
+    r = parallel_bound(g, "h100-sxm", parse_layout("dp=4"))
+    (c,) = [c for c in r.stages[0].collectives if c.collective.dim == "dp"]
+    params = 64 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10  # weights and biases: 6 gradients
+    assert c.collective.tensor == "6 gradients" and c.collective.nbytes == 4 * params
+    assert c.seconds == pytest.approx(2 * 3 / 4 * 4 * params / NVLINK, rel=1e-12)
+    assert r.overlapped["fused"] <= r.overlapped["unfused"] and r.serial["unfused"] > r.overlapped["unfused"]

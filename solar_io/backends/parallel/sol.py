@@ -16,10 +16,11 @@ The step (all ``m`` microbatches) is the pipeline's makespan ``sum_s t_s + (m - 
 equal stages ``(m + p - 1) t``, a bubble of ``(p - 1) / m`` over the ideal ``m t``. Data-parallel
 gradient all-reduces (training graphs) run once per step and overlap the backward pass only: they
 start when the backward does and the optimizer waits for them, so overlapped
-``step = max(makespan, makespan - T_bwd + C_dp, communication total)`` per stage (``T_bwd``: the
-stage's backward of one microbatch, after which nothing but its optimizer follows); serial, ``C_dp``
-is added. A training graph's stages hold each layer's forward, backward and optimizer nodes
-(:func:`.plan.plan`); activations go forward and gradients back as send/recv.
+``step = max(makespan, communication total)`` per stage, and unfused (whose times add up over kernels)
+also ``makespan - T_bwd + C_dp`` (``T_bwd``: the stage's backward of one microbatch, bounded on its own,
+so at least its share of the step); serial, ``C_dp`` is added. A training
+graph's stages hold each layer's forward, backward and optimizer nodes (:func:`.plan.plan`);
+activations go forward and gradients back as send/recv.
 """
 
 from __future__ import annotations
@@ -299,27 +300,27 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         make_ser = math.fsum(t_ser) + (m - 1) * max(t_ser)
         dp = max((st.dp_comm for st in stages), default=0.0)
         over = make_over
-        for st in stages:  # a stage's gradient all-reduce starts with its last backward; the optimizer waits
+        for st in stages:  # a stage's gradient all-reduce starts with its backward; the optimizer waits for it
             if st.dp_comm > 0:
-                bwd, opt = _phase_times(p, st, chip, bound_options, f, graph.name)
-                over = max(over, make_over - bwd - opt + st.dp_comm + opt, m * st.comm + st.dp_comm)
+                over = max(over, m * st.comm + st.dp_comm)
+                if f == "unfused":  # unfused times add up over kernels: only the backward can hide it
+                    over = max(over, make_over - _backward_time(p, st, chip, bound_options, graph.name)
+                               + st.dp_comm)
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
                           _assumptions(p, sysm, stages, in_network), allreduce, measured)
 
 
-def _phase_times(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, fidelity: str,
-                 name: str | None) -> tuple[float, float]:
-    """(one microbatch's backward, the optimizer) seconds of the chip in ``fidelity``."""
-    out = []
-    for want in ("backward", "optimizer"):
-        graphs = []
-        for label, nodes, f in p.segments(st.index):
-            sel = frozenset(n for n in nodes if phase(p.graph.node_map[n]) == want)
-            if sel:
-                graphs.append(stage_graph(p, st.index, f"{name or 'graph'}.{want}.{label}", sel, f))
-        out.append(_compose(graphs, p.graph, chip, opts)[fidelity].time if graphs else 0.0)
-    return out[0], out[1]
+def _backward_time(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, name: str | None) -> float:
+    """Unfused seconds of one microbatch's backward on the chip, bounded alone: at least what it takes
+    inside the whole step (alone, it keeps nothing on chip from the forward), so ``makespan - it`` is at
+    most the rest of the step."""
+    graphs = []
+    for label, nodes, f in p.segments(st.index):
+        sel = frozenset(n for n in nodes if phase(p.graph.node_map[n]) == "backward")
+        if sel:
+            graphs.append(stage_graph(p, st.index, f"{name or 'graph'}.backward.{label}", sel, f))
+    return _compose(graphs, p.graph, chip, opts)["unfused"].time if graphs else 0.0
 
 
 def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool = False) -> tuple[str, ...]:
