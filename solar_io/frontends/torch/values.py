@@ -34,6 +34,9 @@ SMALL = 1 << 24
 SMALL_FLOAT_INPUT = 1 << 16
 
 aten = torch.ops.aten
+_RANDOM = frozenset({"rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_",
+                     "uniform", "uniform_", "bernoulli", "bernoulli_", "multinomial", "randperm", "exponential_",
+                     "random_", "cauchy_", "log_normal_", "geometric_", "poisson"})
 
 # --------------------------------------------------------------------------- fixed-size ops
 _lib = torch.library.Library("solar_io", "DEF")
@@ -223,8 +226,8 @@ class _Tracker(TorchDispatchMode):
         return out
 
     def _propagate(self, func: Any, args: tuple, kwargs: dict, out: Any, outs: list[torch.Tensor]) -> None:
-        if not outs or any(t.numel() > SMALL for t in outs):
-            return
+        if not outs or any(t.numel() > SMALL for t in outs) or func._schema.name.split("::")[-1] in _RANDOM:
+            return  # (random draws on the CPU would not be the validation's: their values stay unknown)
         missing = False
 
         def conv(a: Any) -> Any:
