@@ -275,6 +275,9 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
         notes.append(f"microbatches: {microbatches}, splitting the batch rank {b} (the first rank of the first graph "
                      f"input) to {c.rank_sizes[b]}")
     training = any(phase(n) == "backward" for n in c.nodes)
+    if training and microbatches > 1:
+        raise ParallelError("--microbatches with a training graph: its optimizer runs once per step, not per "
+                            "microbatch (gradient accumulation is not modelled yet); give --microbatches 1")
     lins = linears(c)
     cons = Constraints(c)
     split, why = _tp(c, cons, lins, layout.tp)

@@ -16,9 +16,9 @@ The step (all ``m`` microbatches) is the pipeline's makespan ``sum_s t_s + (m - 
 equal stages ``(m + p - 1) t``, a bubble of ``(p - 1) / m`` over the ideal ``m t``. Data-parallel
 gradient all-reduces (training graphs) run once per step and overlap the backward pass only: they
 start when the backward does and the optimizer waits for them, so overlapped
-``step = max(makespan, communication total)`` per stage, and unfused (whose times add up over kernels)
-also ``makespan - T_bwd + C_dp`` (``T_bwd``: the stage's backward of one microbatch, bounded on its own,
-so at least its share of the step); serial, ``C_dp`` is added. A training
+``step = max(makespan, communication total)`` per stage, and unfused without pipeline stages (times
+add up over kernels) also ``makespan - T_bwd + C_dp`` (``T_bwd``: the backward bounded on its own, so
+at least its share of the step); serial, ``C_dp`` is added. A training
 graph's stages hold each layer's forward, backward and optimizer nodes (:func:`.plan.plan`);
 activations go forward and gradients back as send/recv.
 """
@@ -303,7 +303,7 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         for st in stages:  # a stage's gradient all-reduce starts with its backward; the optimizer waits for it
             if st.dp_comm > 0:
                 over = max(over, m * st.comm + st.dp_comm)
-                if f == "unfused":  # unfused times add up over kernels: only the backward can hide it
+                if f == "unfused" and len(stages) == 1:  # unfused times add up: only the backward can hide it
                     over = max(over, make_over - _backward_time(p, st, chip, bound_options, graph.name)
                                + st.dp_comm)
         overlapped[f], serial[f] = over, make_ser + dp
