@@ -226,9 +226,8 @@ class _Tracker(TorchDispatchMode):
         return out
 
     def _propagate(self, func: Any, args: tuple, kwargs: dict, out: Any, outs: list[torch.Tensor]) -> None:
-        if not outs or any(t.numel() > SMALL for t in outs) or func._schema.name.split("::")[-1] in _RANDOM:
-            return  # (random draws on the CPU would not be the validation's: their values stay unknown)
-        missing = False
+        missing = not outs or any(t.numel() > SMALL for t in outs) \
+            or func._schema.name.split("::")[-1] in _RANDOM  # (CPU draws would not be the validation's)
 
         def conv(a: Any) -> Any:
             nonlocal missing
