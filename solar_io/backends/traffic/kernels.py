@@ -8,7 +8,7 @@ its nodes share the op and a name prefix ``CALL`` (``sdpa.scores``, ``sdpa.max``
 ..., ``sdpa``; the convention of every solar-io frontend). The source program runs such an op as
 one kernel that never writes those inner tensors to memory, so charging each of them a DRAM
 round trip would give an unfused time that the source program itself beats. The unfused bound
-therefore runs each *kernel* (a maximal run of consecutive nodes with one :func:`kernel_key`) as
+therefore runs each *kernel* (a maximal run of consecutive nodes of one kernel id) as
 ``max(busiest unit's total, DRAM bytes / bandwidth)``, the bytes being what crosses the kernel's
 boundary (:mod:`.residency` for what on-chip memory keeps between kernels; the pricing is
 :mod:`solar_io.backends.roofline.kernel_bound`). Node names are unique, so a hand-written graph
@@ -26,35 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from solar_io.format.kernels import call_key
-from solar_io.graph import Graph, Node
+from solar_io.format.kernels import declare_kernels, kernel_spans
+from solar_io.graph import Graph
 
 from .residency import NodeTraffic
 
 
-def kernel_key(node: Node, declared: bool = False) -> tuple[str, str]:
-    """The key consecutive nodes of one kernel share: ``('', kernel)`` in a graph that declares
-    kernels (``declared``; an undeclared node is then a kernel of its own, keyed by its name), else
-    ``(op, call)``, the source op and the call prefix of the node's name (``call`` for ``call.part``
-    and for ``call`` itself, which frontends give the node producing the call's result)."""
-    if declared:
-        return ("", node.kernel) if node.kernel is not None else ("\0", node.name)
-    return call_key(node)
-
-
 def kernels(g: Graph) -> list[tuple[int, int]]:
-    """The kernels of ``g`` as inclusive node-index ranges, in order (see the module docstring)."""
-    out: list[tuple[int, int]] = []
-    prev: tuple[str, str] | None = None
+    """The kernels of ``g`` as inclusive node-index ranges, in order (see the module docstring): the
+    declared kernels (:func:`solar_io.format.kernels.kernel_spans`), or, in a graph that declares none,
+    those the name-prefix rule declares (:func:`solar_io.format.kernels.declare_kernels`)."""
     declared = any(n.kernel is not None for n in g.nodes)
-    for i, n in enumerate(g.nodes):
-        key = kernel_key(n, declared)
-        if out and key == prev:
-            out[-1] = (out[-1][0], i)
-        else:
-            out.append((i, i))
-        prev = key
-    return out
+    return kernel_spans(g.nodes if declared else declare_kernels(g.nodes))
 
 
 def kernel_groups(g: Graph, absorbed: Mapping[int, int] | None = None,
