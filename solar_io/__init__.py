@@ -4,8 +4,6 @@ The core (this package, without its ``frontends``) imports neither torch nor jax
 ``solar_io.bound`` and ``solar_io.Report`` are the backends' (``solar_io.backends.bound``), imported on first use.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from .affine import Access, AffineExpr, Indirect, parse_access, parse_expr
 from .errors import GraphError, Issue, SolarIOError
 from .executor import ExecutionError, execute
@@ -23,13 +21,20 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute
         import importlib
 
         return getattr(importlib.import_module(_FROM_BACKENDS[name]), name)
+    if name == "__version__":  # read from the install's metadata on first use (importlib.metadata is slow to import)
+        global __version__
+        __version__ = _installed_version()
+        return __version__
     raise AttributeError(f"module 'solar_io' has no attribute {name!r}")
 
 
-try:
-    __version__ = version("solar-io")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0+source"
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("solar-io")
+    except PackageNotFoundError:  # running from a source tree without an install
+        return "0.0.0+source"
 
 __all__ = [
     "Access", "AffineExpr", "ExecutionError", "FORMAT_NAME", "FORMAT_VERSION", "Graph", "GraphError", "GraphMetrics",

@@ -6,6 +6,15 @@
 ``report`` (``report.py``), and the file commands ``check``, ``fmt``, ``info``, ``migrate``.
 """
 
-from .main import app, main
+from .main import build_app, main
 
-__all__ = ["app", "main"]
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562: ``app`` imports every command, so only when asked for
+    if name == "app":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.main").app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["app", "build_app", "main"]

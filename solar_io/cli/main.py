@@ -7,6 +7,7 @@ non-zero; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 import warnings
@@ -16,7 +17,6 @@ from typing import TextIO
 
 import typer
 
-from .. import __version__
 from ..errors import GraphError, GraphWarning, Issue, SolarIOError, cap
 from ..format.codec import decode
 from ..format.files import check_text, dumps, newer_minor, warn
@@ -27,44 +27,83 @@ from ..graph import FORMAT_VERSION
 from ..metrics import graph_metrics
 from ..progress import set_quiet
 from ..resources import schema_issues
-from .bound import bound_command
-from .capture import capture_command
-from .export import export_app, import_app
-from .graph import graph_command
-from .hardware import app as hardware_app
-from .measure import measure_command
-from .reorder_diff import diff_command, reorder_command
-from .report import check_bounds_command, report_command
-from .sweep import sweep_command
-from .tiling import tiling_command
 
-app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Speed-of-light analysis of deep-learning workloads from einsum-graph files. Results go "
-                       "to stdout, diagnostics (warnings, notes, progress) to stderr.")
+#: The commands that live in their own modules, in --help order: name -> (module of solar_io.cli, attribute,
+#: "command" or a sub-app's help: None for its own). :func:`main` imports only the one a command line runs
+#: (``solar-io bound`` never imports capture's, export's or sweep's dependencies); ``app`` has them all.
+_MODULES: dict[str, tuple[str, str, str | None]] = {
+    "bound": ("bound", "bound_command", "command"),
+    "hw": ("hardware", "app", "Hardware specs: list, show, and probe the local CPU."),
+    "export": ("export", "export_app", None),
+    "import": ("export", "import_app", None),
+    "capture": ("capture", "capture_command", "command"),
+    "tiling": ("tiling", "tiling_command", "command"),
+    "sweep": ("sweep", "sweep_command", "command"),
+    "reorder": ("reorder_diff", "reorder_command", "command"),
+    "diff": ("reorder_diff", "diff_command", "command"),
+    "measure": ("measure", "measure_command", "command"),
+    "check-bounds": ("report", "check_bounds_command", "command"),
+    "report": ("report", "report_command", "command"),
+    "graph": ("graph", "graph_command", "command"),
+}
+_HELP = ("Speed-of-light analysis of deep-learning workloads from einsum-graph files. Results go "
+         "to stdout, diagnostics (warnings, notes, progress) to stderr.")
 
 
-app.command("bound")(bound_command)
-app.add_typer(hardware_app, name="hw", help="Hardware specs: list, show, and probe the local CPU.")
-app.add_typer(export_app, name="export")
-app.add_typer(import_app, name="import")
-app.command("capture")(capture_command)
-app.command("tiling")(tiling_command)
-app.command("sweep")(sweep_command)
-app.command("reorder")(reorder_command)
-app.command("diff")(diff_command)
-app.command("measure")(measure_command)
-app.command("check-bounds")(check_bounds_command)
-app.command("report")(report_command)
-app.command("graph")(graph_command)
+def build_app(only: str | None = None) -> typer.Typer:
+    """The ``solar-io`` app with every command, or with only the command ``only`` (and the root options).
+
+    >>> [c.name for c in build_app("check").registered_commands]
+    ['check']
+    """
+    import importlib
+
+    new = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False, help=_HELP)
+    for name, (module, attr, kind) in _MODULES.items():
+        if only is not None and name != only:
+            continue
+        obj = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+        if kind == "command":
+            new.command(name)(obj)
+        elif kind is None:
+            new.add_typer(obj, name=name)
+        else:
+            new.add_typer(obj, name=name, help=kind)
+    for command in (check, fmt, info, migrate):
+        if only is None or command.__name__ == only:
+            new.command()(command)
+    new.callback()(_root)
+    return new
+
+
+def _command_of(args: list[str]) -> str | None:
+    """The command a command line runs when only the root's flags come before it, else None (then every
+    command is registered: --help lists them all, and an unknown name gets the parser's own message)."""
+    if "_SOLAR_IO_COMPLETE" in os.environ:  # shell completion lists every command
+        return None
+    for a in args:
+        if a in ("--debug", "--quiet", "-q"):
+            continue
+        return a if a in _MODULES or a in ("check", "fmt", "info", "migrate") else None
+    return None
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562: ``app`` (every command) is built on first use
+    if name == "app":
+        global app
+        app = build_app()
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _version(value: bool) -> None:
     if value:
+        from .. import __version__
+
         typer.echo(f"solar-io {__version__} (einsum-graph format {FORMAT_VERSION})")
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
@@ -123,7 +162,6 @@ def _read(path: Path) -> str:
         raise GraphError([Issue((), f"cannot read: {e.strerror or e}")], str(path)) from None
 
 
-@app.command()
 def check(files: list[Path] = typer.Argument(..., help="Graph files to check."),
           json_schema: bool = typer.Option(False, "--json-schema",
                                            help="Also validate against the published JSON Schema "
@@ -150,7 +188,6 @@ def check(files: list[Path] = typer.Argument(..., help="Graph files to check."),
         raise typer.Exit(1)
 
 
-@app.command()
 def fmt(files: list[Path] = typer.Argument(..., help="Graph files to rewrite canonically."),
         check_only: bool = typer.Option(False, "--check", help="Only report files that are not canonical."),
         allow_newer: bool = typer.Option(False, "--allow-newer", help="Rewrite a file of a newer minor format "
@@ -194,7 +231,6 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.0f} {unit}"
 
 
-@app.command()
 def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
     """Summarise a graph: tensors, nodes by kind, dtypes, total MACs, FLOPs and bytes.
 
@@ -232,7 +268,6 @@ def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
         typer.echo(f"{file}: warning: compute of opaque nodes is unknown: {', '.join(m.opaque)}", err=True)
 
 
-@app.command()
 def migrate(files: list[Path] = typer.Argument(..., help="Graph files of an older format version."),
             output: Path | None = typer.Option(None, "-o", "--output", help="Write here (one file only)."),
             allow_newer: bool = typer.Option(False, "--allow-newer", help="Rewrite a file of a newer minor "
@@ -296,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            code = app(args=args, prog_name="solar-io", standalone_mode=False)
+            code = build_app(_command_of(args))(args=args, prog_name="solar-io", standalone_mode=False)
         sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)  # as click's own main does
     except typer.Abort:
         print("error: aborted", file=err)
