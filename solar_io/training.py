@@ -111,4 +111,11 @@ def phase_text(g: Graph, report: object) -> str:
     where = f" (after node {live.at})" if live.at else ""
     lines.append(f"  peak live activations and gradients: {live.peak / 1e9:.4g} GB{where}, in node order; "
                  f"saved by the forward for the backward: {live.saved / 1e9:.4g} GB")
+    for a in g.assumptions:
+        if a.kind == "recompute":
+            v = dict(a.values)
+            lines.append(f"  recompute (activation checkpointing): {v['recomputed_nodes']} forward nodes re-run in "
+                         f"the backward ({float(v['recomputed_macs']):.4g} MACs); peak live "
+                         f"{float(v['peak_live_bytes_without']) / 1e9:.4g} GB without, "
+                         f"{float(v['peak_live_bytes']) / 1e9:.4g} GB with")
     return "\n".join(lines) + "\n"

@@ -253,3 +253,91 @@ def test_learned_attention_bias_gradient(tmp_path: Path) -> None:
     (bwd,) = [n for n in g.nodes if n.op.endswith("efficient_attention_backward") and n.name.endswith("dbias")]
     assert "bias.grad" in {a.tensor for n in g.nodes if n.phase == "optimizer" for a in n.inputs}
     assert bwd.reduce == "add"
+
+
+RESIDUAL_MLP = """
+import torch
+from torch import nn
+class Layer(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.up, self.down = nn.Linear(d, h), nn.Linear(h, d)
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.gelu(self.up(x)))
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(Layer(8, 16), Layer(8, 16))
+    def forward(self, x):
+        return self.layers(x)
+def get_inputs():
+    return [torch.randn(6, 8)]
+"""
+
+
+def test_recompute_two_layer_mlp_by_hand(tmp_path: Path) -> None:
+    # two residual MLP layers x_{l+1} = x_l + down(gelu(up(x_l))), B=6, d=8, h=16, mse loss. The cuts are
+    # x1 and x2 (the residual branch bypasses everything inside a layer). Without recompute the forward
+    # saves up's output and gelu's per layer (B*h*4 = 384 B each) and x1, x2 (B*d*4 = 192 B each);
+    # with it, only x1 and x2. The backward re-runs per layer up and gelu (the backward reads gelu's input
+    # and output), not down (only the residual add reads its output): MACs rise by 2*B*d*h
+    src = _source(tmp_path, RESIDUAL_MLP)
+    base = capture_train(src, TrainSpec(loss="mse", optimizer="none"))
+    g = capture_train(src, TrainSpec(loss="mse", optimizer="none", recompute=True))
+    assert g.validation.status == "passed", g.validation.reason
+    b, d, h = 6, 8, 16
+    assert graph_metrics(base).macs == flop_counter_macs(src, "mse")
+    assert graph_metrics(g).macs == graph_metrics(base).macs + 2 * b * d * h
+    before, after = live_activations(base), live_activations(g)
+    assert before.saved == 4 * b * h * 4 + 2 * b * d * 4 and after.saved == 2 * b * d * 4
+    # the peak is in layer 2's backward; layer 1's saved up and gelu outputs are no longer live there
+    assert after.peak == before.peak - 2 * b * h * 4
+    clones = [n for n in g.nodes if n.name.endswith(".recompute")]
+    assert {n.op for n in clones} == {"aten.addmm", "aten.gelu"} and {n.phase for n in clones} == {"backward"}
+    assert {dict(n.attrs)["recompute"] for n in clones} == {"addmm.mm", "addmm", "gelu", "addmm_2.mm", "addmm_2",
+                                                               "gelu_1"}
+    names = [n.name for n in g.nodes]
+    assert names.index("gelu_1.recompute") < names.index("addmm.mm.recompute")  # layer 2's backward runs first
+    reads = {a.tensor for n in g.nodes if n.phase == "backward" and not n.name.endswith(".recompute")
+             for a in n.inputs}
+    assert "gelu" not in reads and "gelu.recompute" in reads
+    (rec,) = [a for a in g.assumptions if a.kind == "recompute"]
+    v = dict(rec.values)
+    assert v["recomputed_macs"] == 2 * b * d * h and v["peak_live_bytes"] == after.peak
+    assert v["peak_live_bytes_without"] == before.peak
+
+
+def test_recompute_llama_block(tmp_path: Path) -> None:
+    # a Llama block (flash attention, RMSNorm, rotary, SwiGLU; B=2, S=16, d=64, 4 heads, 2 KV heads, ff=160):
+    # the backward re-runs the whole forward but the o and down projections (their outputs feed only the
+    # residual adds), flash attention included as one kernel; the step still validates
+    src = load_source(ROOT / "tests" / "models" / "llama_block.py")
+    base = capture_train(src, TrainSpec(optimizer="none"), validate=False)
+    g = capture_train(src, TrainSpec(optimizer="none", recompute=True))
+    assert g.validation.status == "passed", g.validation.reason
+    t = 2 * 16
+    q, kv, attn, o, ff = t * 64 * 64, t * 64 * 32, 2 * 4 * 16 * 16 * (16 + 16), t * 64 * 64, t * 64 * 160
+    assert graph_metrics(g).macs - graph_metrics(base).macs == q + 2 * kv + attn + 2 * ff
+    assert graph_metrics(base).macs == flop_counter_macs(src)
+    assert sum(nm.macs for n, nm in zip(base.nodes, graph_metrics(base).nodes, strict=True)
+               if n.phase == "forward") == q + 2 * kv + attn + o + 3 * ff  # o and down are not re-run
+    flash = [n for n in g.nodes if n.kernel == "_scaled_dot_product_flash_attention.recompute"]
+    names = [n.name for n in g.nodes]
+    assert flash and names.index(flash[-1].name) - names.index(flash[0].name) == len(flash) - 1
+    assert live_activations(g).saved < live_activations(base).saved
+
+
+def test_cli_recompute(tmp_path: Path) -> None:
+    p = tmp_path / "model.py"
+    p.write_text(RESIDUAL_MLP)
+    out = tmp_path / "step.yaml"
+    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--recompute"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode != 0 and "--recompute changes a training step: give --train" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--train", "--loss", "mse",
+                        "--recompute", "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "solar_io", "bound", str(out), "--hw", "h100-sxm"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "recompute (activation checkpointing): 6 forward nodes re-run in the backward (1536 MACs)" in r.stdout

@@ -49,7 +49,8 @@ def _serving_step(source: Path, frontend: str | None, phase: str, batch: int, se
     return Step(phase, batch=batch, seq=seq, kv_len=kv_len, cache=cache, page_size=page_size)
 
 
-def _train_spec(source: Path, frontend: str | None, loss: str, optimizer: str, master_dtype: str | None):  # noqa: ANN202
+def _train_spec(source: Path, frontend: str | None, loss: str, optimizer: str, master_dtype: str | None,  # noqa: ANN202
+                recompute: bool = False):
     """The ``--train`` options as a TrainSpec; CaptureError for a source that is not a torch model."""
     from ..frontends.common.training import TrainSpec
     from ..frontends.select import detect_frontend
@@ -57,7 +58,7 @@ def _train_spec(source: Path, frontend: str | None, loss: str, optimizer: str, m
     name = frontend or (detect_frontend(source) if source.is_file() else "torch")
     if name != "torch":
         raise CaptureError(f"{source.name}: --train captures torch models (this is a {name} source)")
-    return TrainSpec(loss=loss, optimizer=optimizer, master_dtype=master_dtype)
+    return TrainSpec(loss=loss, optimizer=optimizer, master_dtype=master_dtype, recompute=recompute)
 
 
 def _opaque_report(g: Graph, name: str) -> None:
@@ -147,6 +148,10 @@ def capture_command(
                                   "gradients are the outputs)."),
     master_dtype: str | None = typer.Option(None, "--master-dtype", help="--train: master weights and optimizer "
                                             "state in this dtype (fp32) beside lower-precision parameters."),
+    recompute: bool = typer.Option(False, "--recompute", help="--train: activation checkpointing: the forward "
+                                   "keeps only the tensors at layer boundaries (cuts every path to the loss "
+                                   "passes) and the backward re-runs the forward nodes it needs; more MACs, a "
+                                   "lower peak of live activations (both written into the graph)."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="Seconds one capture (a file, or one "
                                   "workload of a definition) may run before it is stopped as failed; a folder "
                                   "goes on to the next file (0: no limit)."),
@@ -177,7 +182,9 @@ def capture_command(
         if given:
             raise InputSpecError(f"{given[0]} describes a serving step: give --phase prefill or --phase decode")
     if train:
-        options["train"] = _train_spec(source, frontend, loss, optimizer, master_dtype)
+        options["train"] = _train_spec(source, frontend, loss, optimizer, master_dtype, recompute)
+    elif recompute:
+        raise InputSpecError("--recompute changes a training step: give --train")
     from ..frontends.trace.detect import is_trace_source
 
     if frontend in (None, "trace") and (workloads is not None or is_trace_source(source)):

@@ -53,6 +53,7 @@ class TrainSpec:
     eps: float = 1e-8
     weight_decay: float = 0.01
     step: int = 1
+    recompute: bool = False  # activation checkpointing (frontends/common/recompute.py)
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
@@ -75,14 +76,15 @@ class TrainSpec:
             opt = "none (the gradients are the graph's outputs)"
         state = f"master weights and state in {self.master_dtype}" if self.master_dtype else \
             "state in the parameter dtype"
-        return f"loss {self.loss}, optimizer {opt}, {state}"
+        ckpt = ", activations recomputed in the backward between layer boundaries" if self.recompute else ""
+        return f"loss {self.loss}, optimizer {opt}, {state}{ckpt}"
 
     def assumption(self, params: int, elements: int) -> Assumption:
         """The ``training`` assumption recording this setup for ``params`` tensors of ``elements`` in all."""
         values: list[tuple[str, object]] = [("loss", self.loss), ("optimizer", self.optimizer),
                                             ("master_dtype", self.master_dtype or "none"),
                                             ("parameters", params),
-                                            ("parameter_elements", elements)]
+                                            ("parameter_elements", elements), ("recompute", self.recompute)]
         if self.optimizer != "none":
             values.append(("lr", self.lr))
         if self.optimizer == "adamw":

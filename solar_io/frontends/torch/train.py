@@ -20,7 +20,9 @@ Gradients of the parameters are ``<param>.grad`` tensors, consumed by the optimi
 gradient that is a cost: the builder drops the gradients the export traces for inputs marked as
 requiring one, since nothing reads them. Each node's ``phase`` is set by data flow: ``forward``
 for what the model's output depends on, ``loss`` for the rest of what the loss depends on,
-``optimizer`` for the update, ``backward`` for everything else.
+``optimizer`` for the update, ``backward`` for everything else. With ``recompute`` (``--recompute``)
+the graph is then rewritten for activation checkpointing (``frontends/common/recompute.py``) before
+it is validated.
 """
 
 from __future__ import annotations
@@ -201,6 +203,10 @@ def capture_train(source: Source, spec: TrainSpec, *, validate: bool = True, str
         node, op, reason = lowered.opaque[0]
         raise NoRuleError(f"{source.name}: op {op} (node {node}): {reason} (--strict)")
     g, params = _build(ep, lowered, source, spec)
+    if spec.recompute:
+        from ..common.recompute import recompute
+
+        g, _ = recompute(g)
     if not validate:
         return replace(g, validation=skipped("not requested (--no-validate)"))
     need = graph_bytes(g) * 2
