@@ -17,7 +17,9 @@ the new ones causally (decode: one full row; prefill with no cache: the causal t
 width 4096, 32 query / 8 key-value heads of 128, feed-forward 14336, vocabulary 128256: Meta's
 model card and ``config.json`` of meta-llama/Meta-Llama-3-8B), e.g.
 ``solar-io capture examples/models/llama_kv.py --entry examples/models/llama_kv.py:Llama3_8B
---phase decode --batch 64 --kv-len 8192 --dtype bf16``.
+--phase decode --batch 64 --kv-len 8192 --dtype bf16``. The classic decode roofline of that shape:
+``solar-io sweep examples/models/llama_kv.py --phase decode --cache static --dtype bf16 --set
+shape=llama3-8b --set batch=1,8,64 --set kv_len=1024,8192 --hw h100-sxm``.
 """
 
 import torch
@@ -62,9 +64,18 @@ class Block(nn.Module):
         return x + self.down(F.silu(self.gate(h)) * self.up(h)), k, v, keys, values
 
 
+#: Configurations by name; ``Model()`` builds ``SWEEPABLE["shape"]`` (``solar-io sweep --set shape=llama3-8b``).
+SHAPES = {"tiny": dict(vocab=256, d=64, layers=2, heads=4, kv_heads=2, ff=160),
+          "llama3-8b": dict(vocab=128256, d=4096, layers=32, heads=32, kv_heads=8, ff=14336)}
+SWEEPABLE = {"shape": "tiny"}
+
+
 class Model(nn.Module):
-    def __init__(self, vocab=256, d=64, layers=2, heads=4, kv_heads=2, ff=160):
+    def __init__(self, vocab=None, d=None, layers=None, heads=None, kv_heads=None, ff=None):
         super().__init__()
+        given = dict(vocab=vocab, d=d, layers=layers, heads=heads, kv_heads=kv_heads, ff=ff)
+        cfg = {**SHAPES[SWEEPABLE["shape"]], **{k: v for k, v in given.items() if v is not None}}
+        vocab, d, layers, heads, kv_heads, ff = (cfg[k] for k in ("vocab", "d", "layers", "heads", "kv_heads", "ff"))
         self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
         self.embed = nn.Embedding(vocab, d)
         self.blocks = nn.ModuleList(Block(d, heads, kv_heads, ff) for _ in range(layers))
@@ -76,8 +87,11 @@ class Model(nn.Module):
     def kv_cache_layout(self):
         return len(self.blocks), self.kv_heads, self.hd
 
-    def forward(self, ids, past_key_values, block_table=None, cache="dynamic", kv_len=None):
+    def forward(self, ids, past_key_values=None, block_table=None, cache="dynamic", kv_len=None):
         b, s = ids.shape
+        if past_key_values is None:  # no cache: a prefill from position 0
+            empty = torch.zeros(b, self.kv_heads, 0, self.hd, dtype=self.embed.weight.dtype, device=ids.device)
+            past_key_values = [(empty, empty)] * len(self.blocks)
         if cache == "paged":  # pools (pages, page, kv_heads, hd) -> this batch's (b, kv_heads, kv_len, hd)
             page = past_key_values[0][0].shape[1]
             at = torch.arange(kv_len, device=ids.device)  # each valid position's slot (vLLM's slot mapping)
@@ -106,13 +120,11 @@ class Model(nn.Module):
 
 class Llama3_8B(Model):
     def __init__(self):
-        super().__init__(vocab=128256, d=4096, layers=32, heads=32, kv_heads=8, ff=14336)
+        super().__init__(**SHAPES["llama3-8b"])
 
 
-def get_inputs():  # without --phase: a one-token decode after 8 cached positions, batch 1
-    hd, kv = 64 // 4, 2
-    return [torch.randint(0, 256, (1, 1)), [(torch.randn(1, kv, 8, hd), torch.randn(1, kv, 8, hd))
-                                            for _ in range(2)]]
+def get_inputs():  # without --phase: a prefill of 32 tokens with no cache, batch 1
+    return [torch.randint(0, SHAPES[SWEEPABLE["shape"]]["vocab"], (1, 32))]
 
 
 def get_init_inputs():
