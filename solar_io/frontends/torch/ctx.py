@@ -292,7 +292,7 @@ def reshape_ranks(b: GraphBuilder, xr: Sequence[str], xs: Sequence[int], shape: 
     in ``E`` reads ``D``; other new dims keep the family of the dims they come from, and
     size-1 dims read ``U``.
     """
-    groups = _align(list(xs), list(shape))
+    groups = align_dims(list(xs), list(shape))
     out: list[str] = []
     taken: set[str] = set()
     plans: list[tuple[list[str], list[int]]] = []
@@ -321,8 +321,13 @@ def reshape_ranks(b: GraphBuilder, xr: Sequence[str], xs: Sequence[int], shape: 
     return tuple(out)
 
 
-def _align(xs: list[int], ys: list[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Group dims of two shapes with the same number of elements into runs of equal product."""
+def align_dims(xs: list[int], ys: list[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Group dims of two shapes with the same number of elements into runs of equal product:
+    ``((i0, i1), (j0, j1))`` pairs, ``xs[i0:i1]`` and ``ys[j0:j1]`` of equal product.
+
+    >>> align_dims([1, 4096, 4096], [1, 4096, 32, 128])
+    [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 3), (2, 4))]
+    """
     groups = []
     i = j = 0
     n, m = len(xs), len(ys)

@@ -13,7 +13,8 @@ largest divisor up to ``CAP`` (or ``CAP`` when it has no divisor of at least ``C
 sizes stay. Equal sizes stay equal, so the shapes of one call still agree (a contraction's
 shared dim, a broadcast); divisibility is kept where it can be (heads, groups). Integer
 arguments go through the same map first (``expand`` or ``view`` targets), and unchanged if that
-does not run. A call that runs at no reduced shape (a ``view`` whose target mixes sizes) is
+does not run. A reshape that splits or merges dims keeps its structure at reduced sizes
+(``reshape_reduced``). A call that runs at no reduced shape (a ``view`` whose target mixes sizes) is
 checked at its own sizes when that fits the budget and ``FULL_ELEMENTS``, and is reported
 unchecked otherwise, with what it raised (random inputs at reduced sizes may be invalid for it, so
 an exception here is not a failure of the program). Opaque nodes run the original op during
@@ -25,6 +26,7 @@ any of them). In-place ops are checked through their out-of-place overload.
 
 from __future__ import annotations
 
+import copy
 import operator
 import warnings
 from collections.abc import Callable
@@ -38,6 +40,7 @@ from ...graph import Validation
 from ..common.validation import CAP as CAP  # re-exported: the size above which sizes are reduced
 from ..common.validation import reduced_size, skipped
 from .cpu_kernels import first_line
+from .ctx import align_dims
 from .loader import Source, _FnModule
 from .uninit import is_uninitialised
 
@@ -106,6 +109,56 @@ class _Call:
         top = max(1, min(dims) if dims else 1)
         makers = [_maker(shape, t.dtype, top) for shape, t in zip(shapes, self.tensors, strict=True)]
         return fn, makers
+
+
+#: Ops whose second argument is a target shape of the same elements (a split or merge of dims).
+RESHAPES = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"})
+
+
+def reshape_reduced(call: _Call) -> tuple[_Call, list[tuple[int, ...]]] | None:
+    """A reshape (``RESHAPES``) at reduced sizes that keep its structure, or None.
+
+    Mapping input and target sizes alike breaks a reshape that splits or merges dims (a
+    ``(1, 4096, 4096)`` viewed as ``(1, 4096, 32, 128)`` becomes ``(1, 16, 16)`` to ``(1, 16, 16, 16)``).
+    Here the dims are grouped into runs of equal product (``ctx.align_dims``); a dim kept whole is
+    reduced on both sides, the dims a group splits into (or merges from) are reduced and the
+    single dim on the other side is their product: the same split or merge, at small sizes.
+
+    >>> g = torch.fx.Graph(); x = g.placeholder("x"); x.meta["val"] = torch.empty(1, 4096, 4096, device="meta")
+    >>> call, shapes = reshape_reduced(_Call(g.call_function(torch.ops.aten.view.default, (x, [1, 4096, 32, 128]))))
+    >>> shapes, call.args[1]
+    ([(1, 16, 256)], [1, 16, 16, 16])
+    """
+    if str(call.node.target) not in RESHAPES or len(call.tensors) != 1 or len(call.args) != 2 or call.kwargs:
+        return None
+    xs = [int(s) for s in call.tensors[0].shape]
+    target = call.args[1]
+    if not isinstance(target, (list, tuple)) or not all(isinstance(s, int) and not isinstance(s, bool)
+                                                        for s in target):
+        return None
+    ys = list(target)
+    if ys.count(-1) == 1:
+        known = prod(s for s in ys if s != -1)
+        ys[ys.index(-1)] = prod(xs) // known if known else 0
+    if prod(xs) != prod(ys) or 0 in xs or any(s < 0 for s in ys):
+        return None
+    small_x, small_y = list(xs), list(ys)
+    for (i0, i1), (j0, j1) in align_dims(xs, ys):
+        if i1 - i0 > 1 and j1 - j0 > 1:  # many dims to many: no single side to take the product
+            return None
+        if i1 - i0 == 1 and j1 - j0 == 1:
+            small_x[i0] = small_y[j0] = reduced_size(xs[i0])
+        elif i1 - i0 == 1:
+            small_y[j0:j1] = [reduced_size(s) for s in ys[j0:j1]]
+            small_x[i0] = prod(small_y[j0:j1])
+        elif j1 - j0 == 1:
+            small_x[i0:i1] = [reduced_size(s) for s in xs[i0:i1]]
+            small_y[j0] = prod(small_x[i0:i1])
+    if small_x == xs:
+        return None
+    aligned = copy.copy(call)
+    aligned.args = (call.args[0], type(target)(small_y))
+    return aligned, [tuple(small_x)]
 
 
 def _functional(target: Any) -> Any:
@@ -189,6 +242,8 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
         record = _check(call, small, True, seed, pipeline)
         if isinstance(record, Exception):
             record = _check(call, small, False, seed, pipeline)
+        if isinstance(record, Exception) and (aligned := reshape_reduced(call)) is not None:
+            record = _check(aligned[0], aligned[1], False, seed, pipeline)
         if isinstance(record, Validation) and record.status != "skipped":
             reduced += 1
         else:
