@@ -180,15 +180,24 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     return g, dec.issues
 
 
+def _required_record(dec: _Decoder, v: Any, record: str, first_fields: str) -> dict | None:
+    """The mapping of a required top-level record (``producer``, ``validation``), its fields checked
+    against the file's version; None (with the error) when it is missing or not a mapping."""
+    path = (record,)
+    if v is None:
+        dec.err(path, f"missing required field {record!r} ({first_fields}, ...)")
+        return None
+    d = dec.mapping(v, path, keys(record), record)
+    if d is not None:
+        dec.since(d, record, path)
+    return d
+
+
 def _producer(dec: _Decoder, v: Any) -> Producer:
     path = ("producer",)
-    if v is None:
-        dec.err(path, "missing required field 'producer' (tool, tool_version, frontend, ...)")
-        return Producer()
-    d = dec.mapping(v, path, PRODUCER_KEYS, "producer")
+    d = _required_record(dec, v, "producer", "tool, tool_version, frontend")
     if d is None:
         return Producer()
-    dec.since(d, "producer", path)
     vals = {k: dec.get(d, k, path, (str,), k in ("tool", "tool_version", "frontend"), "producer")
             for k in _PRODUCER_STRINGS}
     sha = vals["source_sha256"]
@@ -474,13 +483,9 @@ def _attrs(dec: _Decoder, v: Any, path: tuple) -> tuple:
 
 def _validation(dec: _Decoder, v: Any) -> Validation:
     path = ("validation",)
-    if v is None:
-        dec.err(path, "missing required field 'validation' (status, method, ...)")
-        return Validation()
-    d = dec.mapping(v, path, VALIDATION_KEYS, "validation")
+    d = _required_record(dec, v, "validation", "status, method")
     if d is None:
         return Validation()
-    dec.since(d, "validation", path)
     status = dec.get(d, "status", path, (str,), True, "validation")
     if status is not None and status not in VALIDATION_STATUS:
         dec.err(path + ("status",), f"unknown status {status!r}; known: {', '.join(VALIDATION_STATUS)}")
