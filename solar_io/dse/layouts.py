@@ -25,7 +25,7 @@ from solar_io.parallel import run_tasks
 
 from ..format.yamltext import YamlError
 from ..format.yamltext import read_text as read_limited_text
-from .sweep import SweepError, SweepResult, grid, parse_values
+from .sweep import SweepError, SweepResult, gather, grid, parse_values
 
 LAYOUT_PARAMS = ("tp", "pp", "dp", "ep", "microbatches")
 
@@ -113,17 +113,9 @@ def run_layout_sweep(path: Path, chips: Sequence[str], varies: Sequence[str], *,
     tasks = [LayoutTask(Path(path).name, text, tuple(chips), tuple(pt.items()), strict_fp32, strict_dequant)
              for pt in points]
     out = SweepResult(Path(path).name, dict(params), names)
-    done: dict[int, list[dict]] = {}
-    failed: dict[int, str] = {}
-    for r in run_tasks(run_layout_point, tasks, jobs=jobs, executor=executor, address=address, timeout_s=timeout_s,
-                       label=f"layouts of {Path(path).name}", progress=progress, preload=(__name__,)):
-        if r.ok:
-            done[r.index] = r.value
-        else:
-            failed[r.index] = r.error or "failed"
-    out.rows = [row for i in sorted(done) for row in done[i]]
-    out.failures = [(points[i], failed[i]) for i in sorted(failed)]
-    return out
+    return gather(out, points, run_tasks(run_layout_point, tasks, jobs=jobs, executor=executor, address=address,
+                                         timeout_s=timeout_s, label=f"layouts of {Path(path).name}",
+                                         progress=progress, preload=(__name__,)))
 
 
 def best_layouts(result: SweepResult) -> list[str]:

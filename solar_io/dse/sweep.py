@@ -363,12 +363,18 @@ def run_sweep(path: Path, params: dict[str, list[Any]], chips: Sequence[str], *,
     tasks = [PointTask(path.name, text, tuple(p.items()), tuple(chips), cache_aware, validate, frontend,
                        strict_fp32, strict_dequant, tuple(step.items())) for p in points]
     out = SweepResult(path.name, params, [s.name for s in specs], step="phase" in step)
-    done: dict[int, list[dict]] = {}
-    failed: dict[int, str] = {}
     front = frontend or detect_frontend(path)
     preload = (__name__, f"solar_io.frontends.{front}", *WARM_MODULES.get(front, ()))
-    for r in run_tasks(run_point, tasks, jobs=jobs, executor=executor, address=address, timeout_s=timeout_s,
-                       label=f"sweeping {path.name}", progress=progress, preload=preload):
+    return gather(out, points, run_tasks(run_point, tasks, jobs=jobs, executor=executor, address=address,
+                                         timeout_s=timeout_s, label=f"sweeping {path.name}", progress=progress,
+                                         preload=preload))
+
+
+def gather(out: SweepResult, points: list[dict], results: Iterable) -> SweepResult:
+    """``out`` with the rows of every point that ran (in point order) and each failed point's reason."""
+    done: dict[int, list[dict]] = {}
+    failed: dict[int, str] = {}
+    for r in results:
         if r.ok:
             done[r.index] = r.value
         else:
