@@ -26,7 +26,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar_io import dumps, load, loads, validate  # noqa: E402
+from solar_io import FORMAT_VERSION, dumps, load, loads, validate  # noqa: E402
 from solar_io.frontends.torch.capture import capture_source  # noqa: E402
 from solar_io.frontends.torch.check import validate_capture  # noqa: E402
 from solar_io.frontends.torch.loader import load_source  # noqa: E402
@@ -252,7 +252,7 @@ def test_unchecked_round_trips_and_is_refused_in_a_1_0_or_1_1_file() -> None:
     assert "unchecked:\n  - node: histc.float\n    op: aten.histc\n" in text  # the first of its nodes
     assert loads(text) == g
     for old_version in ("1.0", "1.1"):
-        old = text.replace('version: "1.2"', f'version: "{old_version}"', 1)
+        old = text.replace(f'version: "{FORMAT_VERSION}"', f'version: "{old_version}"', 1)
         with pytest.raises(Exception, match=f"unchecked.*new in format 1.2; this file says version {old_version}"):
             loads(old)
     bad = dataclasses.replace(g, validation=dataclasses.replace(g.validation, unchecked=(
