@@ -51,13 +51,13 @@ def _serving_step(source: Path, frontend: str | None, phase: str, batch: int, se
 
 def _train_spec(source: Path, frontend: str | None, loss: str, optimizer: str, master_dtype: str | None,  # noqa: ANN202
                 recompute: bool = False):
-    """The ``--train`` options as a TrainSpec; CaptureError for a source that is not a torch model."""
+    """The ``--train`` options as a TrainSpec; CaptureError for a source that is not a torch or JAX model."""
     from ..frontends.common.training import TrainSpec
     from ..frontends.select import detect_frontend
 
     name = frontend or (detect_frontend(source) if source.is_file() else "torch")
-    if name != "torch":
-        raise CaptureError(f"{source.name}: --train captures torch models (this is a {name} source)")
+    if name not in ("torch", "jax"):
+        raise CaptureError(f"{source.name}: --train captures torch and JAX models (this is a {name} source)")
     return TrainSpec(loss=loss, optimizer=optimizer, master_dtype=master_dtype, recompute=recompute)
 
 
@@ -140,7 +140,7 @@ def capture_command(
                                        "run on the CPU), uniform (default: expected distinct experts "
                                        "E(1-(1-k/E)^T)), balanced (T*k spread evenly) or skewed=ALPHA (power "
                                        "law); written into the graph's assumptions."),
-    train: bool = typer.Option(False, "--train", help="torch: capture a training step: forward, loss, backward "
+    train: bool = typer.Option(False, "--train", help="torch, jax: capture a training step: forward, loss, backward "
                                "and the optimizer update in one graph, each node's phase marked."),
     loss: str = typer.Option("sum", "--loss", help="--train: the loss of the model's output: sum, mse (against "
                              "a target like the output) or ce (cross entropy over the last dim)."),

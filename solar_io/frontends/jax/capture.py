@@ -370,11 +370,18 @@ def capture_function(fn: Callable[..., Any], *inputs: Any, params: Any = None, n
 
 def capture_file(path: Path, *, validate: bool = True, strict: bool = False, seed: int = 0,
                  validate_budget: int = DEFAULT_BUDGET, entry: str | None = None, inputs: list[str] | None = None,
-                 dtype: str | None = None, inputs_from: str | None = None, **_: Any) -> Graph:
+                 dtype: str | None = None, inputs_from: str | None = None, train: Any = None, **_: Any) -> Graph:
     """Capture the model file ``path`` into a validated Graph. Runs the user's code. ``entry`` and
-    ``inputs``: see :func:`load_program`; ``--dtype`` is a torch option and is refused here."""
+    ``inputs``: see :func:`load_program`; ``--dtype`` is a torch option and is refused here.
+    ``train`` (a ``TrainSpec``) captures a training step instead (:mod:`.train`)."""
     if dtype:
         raise InputSpecError("--dtype casts torch models; a JAX program sets its dtypes itself")
+    if train is not None:
+        from .train import capture_train_file
+
+        return capture_train_file(Path(path), train, validate=validate, strict=strict, seed=seed,
+                                  validate_budget=validate_budget, entry=entry, inputs=inputs,
+                                  inputs_from=inputs_from)
     prog = load_program(Path(path), entry, inputs, inputs_from)
     return capture_program(prog, validate=validate, strict=strict, seed=seed,
                            validate_budget=validate_budget).graph
