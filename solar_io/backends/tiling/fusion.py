@@ -34,6 +34,7 @@ aliases tensors (a view's output is its input's memory), so tensors are identifi
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from dataclasses import dataclass
@@ -241,7 +242,11 @@ def solve_chain(opts: list[ChainOption], capacity: float, time_limit: float | No
         k, keep = _chain_ilp(feasible, counts, capacity, time_limit)
         if k < 0:
             return None
-    o = feasible[k]
+    return _tiling_of(opts, feasible[k], keep)
+
+
+def _tiling_of(opts: list[ChainOption], o: ChainOption, keep: dict[float, int]) -> ChainTiling:
+    """Option ``o`` of ``opts`` with the first ``keep[b]`` of its tensors of each size ``b`` resident."""
     left = dict(keep)
     res = []
     for t, b in o.others:  # the first ``keep`` tensors of each size
@@ -265,6 +270,61 @@ def _enumerate(feasible: list[ChainOption], counts: list[tuple[tuple[float, int]
                 best = (q, k, {b: x for (b, _), x in zip(cs, keep, strict=True)})
     assert best is not None  # keeping nothing resident fits every feasible option
     return best[1], best[2]
+
+
+FRONT_LIMIT = 1 << 15  # residency choices of all options kept as a capacity staircase, up to this many
+
+
+@dataclass(frozen=True, slots=True)
+class ChainFront:
+    """:func:`solve_chain` of one list of options at every capacity: each residency choice of each option
+    as (working set, traffic), sorted by working set, with the running best. At capacity S the choices that
+    fit are a prefix, and the best of a prefix (least traffic, the first enumerated among equals) is what the
+    enumeration in :func:`solve_chain` picks, so :meth:`at` gives its answer for any S by one bisection.
+
+    >>> o = ChainOption("S", 1, 4.0, 100.0, 10.0, (("w", 50.0),))
+    >>> front = chain_front([o])
+    >>> front.at(20.0).traffic, front.at(60.0).traffic, front.at(5.0)  # w streamed 4 times, resident, no fit
+    (300.0, 150.0, None)
+    """
+
+    opts: tuple[ChainOption, ...]
+    ws: tuple[float, ...]                                 # working sets, ascending
+    best: tuple[tuple[int, tuple[tuple[float, int], ...]], ...]  # (option, (bytes, kept) per size) of each prefix
+
+    def at(self, capacity: float) -> ChainTiling | None:
+        """``solve_chain(opts, capacity)`` (the enumeration's answer)."""
+        m = bisect.bisect_right(self.ws, capacity)
+        if m == 0:
+            return None
+        k, keep = self.best[m - 1]
+        return _tiling_of(list(self.opts), self.opts[k], dict(keep))
+
+
+def chain_front(opts: list[ChainOption]) -> ChainFront | None:
+    """The :class:`ChainFront` of ``opts``; None when :func:`solve_chain` would not enumerate them at every
+    capacity (an option with more than :data:`ENUMERATE_LIMIT` choices) or they have more than
+    :data:`FRONT_LIMIT` choices in all."""
+    counts = [_counts(o) for o in opts]
+    sizes = [math.prod(c + 1 for _, c in cs) for cs in counts]
+    if not opts or max(sizes) > ENUMERATE_LIMIT or sum(sizes) > FRONT_LIMIT:
+        return None
+    choices: list[tuple[float, float, int, int, tuple[int, ...]]] = []  # (ws, q, order, option, keep)
+    for k, (o, cs) in enumerate(zip(opts, counts, strict=True)):
+        total = sum(b * c for b, c in cs)  # the same arithmetic as _enumerate, so the same floats
+        for keep in itertools.product(*(range(c + 1) for _, c in cs)):
+            resident = sum(b * x for (b, _), x in zip(cs, keep, strict=True))
+            q = o.base + o.tiles * total - (o.tiles - 1) * resident
+            choices.append((o.tile_ws + resident, q, len(choices), k, keep))
+    choices.sort(key=lambda c: c[0])
+    ws, best = [], []
+    top: tuple[float, int, int, tuple[int, ...]] | None = None
+    for w, q, order, k, keep in choices:
+        if top is None or (q, order) < (top[0], top[1]):
+            top = (q, order, k, keep)
+        ws.append(w)
+        best.append((top[2], tuple((b, x) for (b, _), x in zip(counts[top[2]], top[3], strict=True))))
+    return ChainFront(tuple(opts), tuple(ws), tuple(best))
 
 
 def _chain_ilp(feasible: list[ChainOption], counts: list[tuple[tuple[float, int], ...]], capacity: float,
@@ -307,6 +367,6 @@ def chain_tiling(o: ChainOption, resident: tuple[str, ...], option: int = -1) ->
                        option, tuple(k for k, (t, _) in enumerate(o.others) if t in resident))
 
 
-__all__ = ["ChainOption", "ChainTiling", "avoided_bytes", "chain_options", "chain_tiling",
+__all__ = ["ChainFront", "ChainOption", "ChainTiling", "chain_front", "avoided_bytes", "chain_options", "chain_tiling",
            "external_bytes",
            "graph_view", "live_bytes", "solve_chain", "touched_bytes"]

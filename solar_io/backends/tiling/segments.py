@@ -33,7 +33,9 @@ from ..traffic.graph import GraphTraffic
 from .einsum import Einsum, einsum_of
 from .floors import floor
 from .fusion import (
+    ChainFront,
     avoided_bytes,
+    chain_front,
     chain_options,
     chain_tiling,
     external_bytes,
@@ -45,6 +47,7 @@ from .ilp import Tiling, TimeLimitReached, solve
 from .structure import structure
 
 _CHAINS: dict[tuple, tuple[int, tuple[int, ...]] | None | str] = {}  # chain ILP answers by structure
+_FRONTS: dict[tuple, ChainFront | None] = {}  # the same answers at every capacity, by structure (chain_front)
 CHAIN_STATS = {"solved": 0, "hits": 0, "timeouts": 0}
 TIMED_OUT = "time limit"
 
@@ -55,6 +58,7 @@ GENERATION = [0]  # bumped by clear_chain_cache: segment tables kept on a graph'
 def clear_chain_cache() -> None:
     """Forget every solved chain ILP and every segment table kept for a graph (tests and benchmarks)."""
     _CHAINS.clear()
+    _FRONTS.clear()
     CHAIN_STATS.update(solved=0, hits=0, timeouts=0)
     GENERATION[0] += 1
 
@@ -106,6 +110,8 @@ class Segments:
         gen = GENERATION[0]
         self._einsums: dict[int, tuple[Einsum | None, int]] = view.memo(("einsums", window, gen), dict) if reuse else {}
         self._static: dict[tuple, tuple[float, ...]] = view.memo(("static", window, gen), dict) if reuse else {}
+        self._fkeys: dict[tuple[int, int], tuple] = view.memo(("floor keys", window, gen), dict) if reuse else {}
+        self._wheres: dict[tuple[int, int], dict] = view.memo(("where", window, gen), dict) if reuse else {}
         self._floors: dict[tuple, float] = {}
         self.chain_ilps = 0
         self.span_hits = 0
@@ -203,7 +209,7 @@ class Segments:
         return self.view.memo(("chain options", i, j, GENERATION[0]), lambda: chain_options(self.g, self.view, i, j))
 
     def _span_fresh(self, i: int, j: int) -> Span | None:
-        v, cap = self.view, self.capacity
+        cap = self.capacity
         if i == j:
             s = self.single(i)
             if s.kind not in ("view", "floor"):
@@ -212,12 +218,9 @@ class Segments:
                     return Span(ext, min(s.floor, ext), "resident", "every tensor on chip")
             return s
         ext, avoided, live = self._bytes(i, j)
-        internal = {t for k in range(i, j + 1) for t in v.writes[k] if i <= v.producer.get(t, -1) <= j}
         fl = ext
-        for k in range(i, j + 1):
-            e = self.einsum(k)
-            if e is not None:
-                fl = max(fl, self._floor(k, e, internal))
+        for k, e, ex in self._floor_keys(i, j):
+            fl = max(fl, self._floor(k, e, ex))
         if self.bound == "floor":
             return Span(fl, fl, "floor", "", avoided)
         if live <= cap:
@@ -225,10 +228,14 @@ class Segments:
         opts = self._chain_options(i, j)
         if not opts:
             return None
-        key = (tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts), cap)
+        shape = tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts)
+        key = (shape, cap)
         if key not in _CHAINS:
+            if shape not in _FRONTS:  # capacity-independent: every later capacity (chip) is one bisection
+                _FRONTS[shape] = chain_front(opts)
+            front = _FRONTS[shape]
             try:
-                ct = solve_chain(opts, cap, self.time_limit)
+                ct = solve_chain(opts, cap, self.time_limit) if front is None else front.at(cap)
                 _CHAINS[key] = None if ct is None else (ct.option, ct.resident_idx)
             except TimeLimitReached:
                 _CHAINS[key] = TIMED_OUT
@@ -250,22 +257,44 @@ class Segments:
                     (ct.rank, ct.tile, tuple(where[t] for t in ct.resident), tuple(where[t] for t in ct.streamed)),
                     avoided)
 
-    def _floor(self, k: int, e: Einsum, internal: set[str]) -> float:
-        """Node k's floor inside a group, over the operands that do not come from the group."""
-        root = self.view.root
-        mine = {a.tensor for a in (*self.g.nodes[k].inputs, *self.g.nodes[k].outputs) if root[a.tensor] in internal}
-        ex = self._exemplar_names(k, e, mine)
+    def _floor_keys(self, i: int, j: int) -> tuple[tuple[int, Einsum, frozenset[str]], ...]:
+        """(node, its einsum, the operands that come from inside group ``i..j`` as the einsum names them)
+        per einsum of the group: capacity-independent, kept for every capacity of this graph when reusing."""
+        got = self._fkeys.get((i, j)) if self.reuse else None
+        if got is None:
+            v = self.view
+            internal = {t for k in range(i, j + 1) for t in v.writes[k] if i <= v.producer.get(t, -1) <= j}
+            out = []
+            for k in range(i, j + 1):
+                e = self.einsum(k)
+                if e is not None:
+                    node = self.g.nodes[k]
+                    mine = {a.tensor for a in (*node.inputs, *node.outputs) if v.root[a.tensor] in internal}
+                    out.append((k, e, self._exemplar_names(k, e, mine)))
+            got = tuple(out)
+            if self.reuse:
+                self._fkeys[(i, j)] = got
+        return got
+
+    def _floor(self, k: int, e: Einsum, ex: frozenset[str]) -> float:
+        """Node k's floor inside a group, over the operands ``ex`` that do not come from DRAM
+        (:meth:`_floor_keys`)."""
         key = (self.structure.node[k], ex)
         if not self.reuse or key not in self._floors:
             self._floors[key] = floor(e, self.capacity, exclude=ex, compulsory=0.0).value
         return self._floors[key]
 
     def _where(self, i: int, j: int) -> dict[str, tuple[int, int]]:
-        """Each root of segment ``i..j`` -> (node offset, position) of its first occurrence."""
-        out: dict[str, tuple[int, int]] = {}
-        for k in range(i, j + 1):
-            for p, r in enumerate(self.structure.roots[k]):
-                out.setdefault(r, (k - i, p))
+        """Each root of segment ``i..j`` -> (node offset, position) of its first occurrence (kept for every
+        capacity when reusing)."""
+        out = self._wheres.get((i, j)) if self.reuse else None
+        if out is None:
+            out = {}
+            for k in range(i, j + 1):
+                for p, r in enumerate(self.structure.roots[k]):
+                    out.setdefault(r, (k - i, p))
+            if self.reuse:
+                self._wheres[(i, j)] = out
         return out
 
     def detail(self, i: int, s: Span) -> str:
