@@ -130,3 +130,12 @@ def test_cli_jax_train(tmp_path: Path) -> None:
                         "def model(x):\n    return x * 2\ndef get_inputs():\n    return [jax.numpy.ones(3)]\n")),
                         "--train"], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "has no parameters to train" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_flax_batch_stats_are_read_not_trained() -> None:
+    # a Flax model with a batch_stats collection: only the params collection gets gradients and updates
+    g = capture_train_file(Path(__file__).parent / "models_jax" / "flax_batchnorm.py", TrainSpec(optimizer="adamw"))
+    assert g.validation.status == "passed", g.validation.reason
+    kernels = {n.kernel for n in g.nodes if n.phase == "optimizer"}
+    assert kernels and not [k for k in kernels if "batch_stats" in k]
+    assert not [t for t in g.tensors if t.name.startswith("batch_stats") and t.name.endswith(".grad")]

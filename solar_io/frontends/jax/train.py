@@ -7,7 +7,8 @@ in the step ``value_and_grad(lambda p: loss(first_output(fn(p, *xs)), target), h
 ``ce``: mean cross entropy over the last dim against integer classes) and traced with
 ``jax.make_jaxpr`` on abstract values: JAX's autodiff (linearize and transpose) writes the
 backward into the same jaxpr, which the usual rules lower. The gradient of each parameter leaf is
-``<leaf>.grad``; the optimizer's nodes, the phases and the ``training`` assumption come from
+``<leaf>.grad`` (of a Flax model, the ``params`` collection's leaves: ``batch_stats`` are read,
+not trained); the optimizer's nodes, the phases and the ``training`` assumption come from
 ``frontends/common/training.py`` (phases by data flow: ``forward`` for what the model's output
 depends on, ``loss`` for the rest of what the loss needs, ``backward`` for the rest), and
 ``--recompute`` from ``frontends/common/recompute.py``, exactly as for torch.
@@ -81,14 +82,29 @@ def step_function(prog: Program, loss: str) -> Any:
     def step(params: Any, *args: Any) -> Any:
         xs, target = (args, None) if loss == "sum" else (args[:-1], args[-1])
 
-        def objective(p: Any) -> Any:
-            out = first_output(prog.fn(p, *xs))
+        def objective(trained: Any) -> Any:
+            out = first_output(prog.fn({**params, "params": trained} if _collections(params) else trained, *xs))
             return loss_of(out, target, loss), out
 
-        (value, out), grads = jax.value_and_grad(objective, has_aux=True)(params)
+        trained = params["params"] if _collections(params) else params
+        (value, out), grads = jax.value_and_grad(objective, has_aux=True)(trained)
         return value, out, grads
 
     return step
+
+
+def _collections(params: Any) -> bool:
+    """Whether ``params`` are Flax variables with collections beside ``params`` (``batch_stats``):
+    only the ``params`` collection is trained."""
+    return isinstance(params, dict) and "params" in params and len(params) > 1
+
+
+def _trained(params: Any) -> list[int]:
+    """Indices of the trained leaves among all of ``params``'s leaves (in flattening order)."""
+    paths = jax.tree_util.tree_flatten_with_path(params)[0]
+    if not _collections(params):
+        return list(range(len(paths)))
+    return [i for i, (path, _) in enumerate(paths) if getattr(path[0], "key", None) == "params"]
 
 
 def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = True, strict: bool = False,
@@ -129,7 +145,8 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
         raise NoRuleError(f"{prog.name}: primitive {prim} (node {node}): {reason} (--strict)")
     loss_t, model_out, grads = outs[0], outs[1], outs[2:]
     params = []
-    for label, w, gr in zip(labels, args[:n_params], grads, strict=True):
+    trained = _trained(prog.abstract_params)
+    for label, w, gr in zip([labels[i] for i in trained], [args[i] for i in trained], grads, strict=True):
         if not isinstance(gr, str):
             raise CaptureError(f"{prog.name}: --train: parameter {label} gets no gradient from the loss")
         params.append(Param(w, gr, label))
@@ -192,6 +209,7 @@ def _validate(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: Any, 
     leaves = jax.tree_util.tree_leaves(p)
     grad_leaves = jax.tree_util.tree_leaves(grads)
     arrays = {name: _np(a) for name, a in zip(args, leaves + xs, strict=True) if name in tmap}
+    leaves = [leaves[i] for i in _trained(p)]
     arrays.update({k: v for k, v in lw.const_data.items() if k in tmap})
     loss_name = next(t.name for t in g.tensors if t.role == "output" and any(
         n.phase == "loss" for n in g.nodes if any(a.tensor == t.name for a in n.outputs)))
