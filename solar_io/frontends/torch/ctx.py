@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,17 +123,19 @@ class LowerCtx:
     def scalar(self, v: float | bool, dtype: str) -> T:
         return T(self.b.constant(f"{self.name}.c", float(v), dtype))
 
-    def index_table(self, arr: np.ndarray, ranks: Sequence[str], dtype: str, suffix: str = "const",
-                    key: Any = None) -> T:
+    def index_table(self, arr: np.ndarray | Callable[[], np.ndarray], ranks: Sequence[str], dtype: str,
+                    suffix: str = "const", key: Any = None) -> T:
         """A constant whose contents ``arr`` are a function of its indices that the program computes
         where it uses them (a causal mask, an arange, a resampling table): ``generated``, so it moves
-        no bytes; ``arr`` feeds the validation. One tensor per ``key``. Program data that lives in
-        memory (buffers, lifted constants) is never made here."""
+        no bytes; ``arr`` feeds the validation. One tensor per ``key``; ``arr`` may be a function
+        giving the array, called only when the key has no tensor yet (a 4096 x 4096 causal mask is
+        then built once per capture, not once per layer). Program data that lives in memory
+        (buffers, lifted constants) is never made here."""
         full_key = (key, tuple(ranks), dtype) if key is not None else None
         if full_key is not None and full_key in self.data_cache:
             return self.data_cache[full_key]
         t = T(self.b.tensor(f"{self.name}.{suffix}", ranks, dtype, "constant", generated=True))
-        self.const_data[t.name] = arr
+        self.const_data[t.name] = arr() if callable(arr) else arr
         if full_key is not None:
             self.data_cache[full_key] = t
         return t

@@ -56,7 +56,8 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     x = ctx.ew("mul", scores, float(scale), suffix="scaled")
     if a.is_causal:
         n, m = qs[-2], ks[-2]
-        mask = ctx.index_table(np.tril(np.ones((n, m), bool)), [S, Tn], "bool", suffix="causal_mask", key="causal")
+        mask = ctx.index_table(lambda: np.tril(np.ones((n, m), bool)), [S, Tn], "bool", suffix="causal_mask",
+                               key="causal")
         x = ctx.ew("where", mask, x, float("-inf"), suffix="masked")
     if a.attn_mask is not None:
         m = a.attn_mask
@@ -71,7 +72,7 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     p = softmax(ctx, x, -1, False, ctx.dtype(x), suffix="probs")
     if a.is_causal:
         n, m = qs[-2], ks[-2]
-        kept = sum(min(i + 1, m) for i in range(n)) / (n * m)  # torch's is_causal: tril(ones(n, m))
+        kept = _tril_count(n, m) / (n * m)  # torch's is_causal: tril(ones(n, m))
         for name, info in ctx.b.tensors.items():
             if (name not in before or name == mask.name) and info.ranks and S in info.ranks and Tn in info.ranks:
                 info.density = kept
@@ -83,6 +84,16 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     if grouped:
         o = ctx.reshape(o, ctx.out_shape())
     return o
+
+
+def _tril_count(n: int, m: int) -> int:
+    """Elements of ``tril(ones(n, m))``: ``sum(min(i + 1, m) for i in range(n))`` in closed form.
+
+    >>> all(_tril_count(n, m) == sum(min(i + 1, m) for i in range(n)) for n in range(9) for m in range(1, 9))
+    True
+    """
+    k = min(n, m)
+    return k * (k + 1) // 2 + (n - k) * m
 
 
 def _kv_idx(ctx: LowerCtx, t: T, lead: list[str], tail: list[str]) -> list[str | int]:
