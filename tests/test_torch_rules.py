@@ -38,6 +38,10 @@ def ints(hi: int, *shape: int) -> Callable[[], torch.Tensor]:
     return lambda: torch.randint(0, hi, shape)
 
 
+def u8(*shape: int) -> Callable[[], torch.Tensor]:
+    return lambda: torch.randint(0, 256, shape, dtype=torch.uint8)
+
+
 def boolean(*shape: int) -> Callable[[], torch.Tensor]:
     return lambda: torch.rand(*shape) > 0.5
 
@@ -115,6 +119,12 @@ CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten.logical_or": (lambda a, b: aten.logical_or.default(a, b), [r(3, 4), r(3, 4)]),
     "aten.logical_not": (lambda a: aten.logical_not.default(a), [boolean(5)]),
     "aten.bitwise_not": (lambda a: aten.bitwise_not.default(a), [ints(100, 4, 3)]),
+    # packed fp4 and nibble unpacking (rules/fp4.py): uint8 bytes, masks of signed integers too
+    "aten.view.dtype": (lambda b: aten.view.dtype(aten.view.dtype(b, torch.float4_e2m1fn_x2), torch.uint8) & 15,
+                        [u8(3, 4)]),
+    "aten.bitwise_and.Scalar": (lambda a: aten.bitwise_and.Scalar(a, 15), [lambda: torch.randint(-99, 99, (3, 4))]),
+    "aten.__rshift__.Scalar": (lambda b: aten.__rshift__.Scalar(b, 4), [u8(3, 4)]),
+    "aten.bitwise_right_shift.Tensor_Scalar": (lambda b: aten.bitwise_right_shift.Tensor_Scalar(b, 3), [u8(5)]),
     "aten.broadcast_to": (lambda x: aten.broadcast_to.default(x, [3, 4, 5]) * 1, [r(4, 1)]),
     "aten.expand_as": (lambda x, y: x.expand_as(y) + y, [r(1, 5), r(3, 5)]),
     "aten.ceil": (lambda x: aten.ceil.default(x * 3), [r(4, 4)]),

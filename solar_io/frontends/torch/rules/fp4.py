@@ -30,11 +30,11 @@ def view_dtype(ctx: LowerCtx, a: Args) -> T:
 # ``b & (2**k - 1)`` is ``b mod 2**k`` (Python's remainder, the sign of the divisor: two's complement
 # masking for signed integers too): one vector operation, as the AND it replaces. ``b >> k`` of an
 # unsigned integer is ``b / 2**k`` written to an integer (truncation = floor for b >= 0): one
-# operation, as the shift. ``b << k`` is ``b * 2**k`` (wrapping in the integer's width, as the shift).
-# A signed right shift would need a floor as well (two operations where the chip does one), and an
-# AND with any other mask has no single map operator: both stay without a rule (opaque, listed).
+# operation, as the shift. A signed right shift would need a floor as well (two operations where the
+# chip does one), an AND with any other mask has no single map operator, and a left shift wraps in the
+# integer's width, which a multiply in the executor does not: these stay without a rule (opaque, listed).
 
-_UNSIGNED = ("uint8", "bool")
+_UNSIGNED = ("uint8",)
 
 
 def _int_scalar(v: object) -> int | None:
@@ -59,10 +59,3 @@ def right_shift(ctx: LowerCtx, a: Args) -> T:
                          "unsigned integers are lowered)")
     return ctx.ew("div", a.self, 1 << k, dtype=ctx.out_dtype())
 
-
-@rule("aten.__lshift__.Scalar", "aten.bitwise_left_shift.Tensor_Scalar")
-def left_shift(ctx: LowerCtx, a: Args) -> T:
-    k = _int_scalar(a.other)
-    if k is None or k < 0 or ctx.out_dtype() in ("bool",) or ctx.out_dtype().startswith(("fp", "bf")):
-        raise NoLowering(f"left shift by {a.other!r} (only constant shifts of integers are lowered)")
-    return ctx.ew("mul", a.self, 1 << k, dtype=ctx.out_dtype())
