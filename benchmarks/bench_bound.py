@@ -25,6 +25,12 @@ at seq 2048, bf16, captured on meta tensors), captured once into ``--cache DIR``
 - ``4 chips``: ``bound_many`` on h100-sxm, h200-sxm, h100-pcie and a100-sxm-80gb, cache-aware,
   fresh graph object, caches emptied, and ``/bound`` (1 + the three extra chips' shares).
 
+``cli`` (printed after ``models``; ``--cli`` prints it alone): the command end to end, ``python -m solar_io
+bound FILE --hw h100-sxm`` (imports, file load and validation, the spec, the cache-aware bound, the table)
+and ``--hw h100-sxm,h100-pcie`` (a second chip of another on-chip capacity), each a subprocess, as wall
+and user CPU seconds and as ratios to ``python -c "import solar_io"`` run in the same loop (the best of
+``--repeat`` runs of each, interleaved, so that load on the machine hits all alike).
+
 ``--synthetic N ...`` instead times the synthetic transformer-like graphs of issue 3 (10k, 30k and
 100k nodes by default) without the cache-aware fidelity, metrics and bound.
 
@@ -120,6 +126,33 @@ def models(cache: Path) -> None:
               f"{t_many / t_first:7.2f}", flush=True)
 
 
+def _run(argv: list[str]) -> tuple[float, float]:
+    """(wall s, user CPU s) of one subprocess (its own CPU and its children's: CBC)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=600)
+    return time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
+
+
+def cli(cache: Path, repeat: int = 3) -> None:
+    """``solar-io bound`` end to end per graph, next to ``import solar_io`` in the same loop."""
+    py = sys.executable
+    anchor = [py, "-c", "import solar_io"]
+    print(f"{'graph (cli)':14} {'import wall':>11} {'cpu':>6} {'bound wall':>10} {'cpu':>6} {'/import':>7} "
+          f"{'2 chips wall':>12} {'cpu':>6} {'/import':>7} {'+chip S /bound cpu':>18}")
+    for path in _capture(cache):
+        one = [py, "-m", "solar_io", "bound", str(path), "--hw", "h100-sxm"]
+        two = [py, "-m", "solar_io", "bound", str(path), "--hw", "h100-sxm,h100-pcie"]
+        runs: dict[str, list[tuple[float, float]]] = {"import": [], "one": [], "two": []}
+        for _ in range(repeat):
+            for name, argv in (("import", anchor), ("one", one), ("two", two)):
+                runs[name].append(_run(argv))
+        (wi, ci), (w1, c1), (w2, c2) = (tuple(min(x[k] for x in runs[n]) for k in range(2))
+                                        for n in ("import", "one", "two"))
+        print(f"{path.stem:14} {wi:11.3f} {ci:6.3f} {w1:10.3f} {c1:6.3f} {c1 / ci:7.2f} {w2:12.3f} {c2:6.3f} "
+              f"{c2 / ci:7.2f} {(c2 - c1) / c1:18.2f}", flush=True)
+
+
 def synthetic(sizes: list[int]) -> None:
     from synthetic import transformer_like
 
@@ -138,11 +171,15 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/solar-io-bench-bound"))
     ap.add_argument("--synthetic", type=int, nargs="*")
     ap.add_argument("--wall", action="store_true", help="wall-clock seconds instead of CPU seconds")
+    ap.add_argument("--cli", action="store_true", help="only the end-to-end command rows")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each command in the cli rows (best kept)")
     args = ap.parse_args()
     if args.synthetic is not None:
         synthetic(args.synthetic or [10_000, 30_000, 100_000])
     else:
-        models(args.cache)
+        if not args.cli:
+            models(args.cache)
+        cli(args.cache, args.repeat)
 
 
 if __name__ == "__main__":

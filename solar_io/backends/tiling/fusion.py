@@ -289,8 +289,9 @@ class ChainFront:
     """
 
     opts: tuple[ChainOption, ...]
-    ws: tuple[float, ...]                                 # working sets, ascending
-    best: tuple[tuple[int, tuple[tuple[float, int], ...]], ...]  # (option, (bytes, kept) per size) of each prefix
+    counts: tuple[tuple[tuple[float, int], ...], ...]  # :func:`_counts` of each option
+    ws: list[float]                                    # working sets of the choices, ascending
+    best: list[tuple[int, tuple[int, ...]]]            # (option, kept per size) of the best choice of each prefix
 
     def at(self, capacity: float) -> ChainTiling | None:
         """``solve_chain(opts, capacity)`` (the enumeration's answer)."""
@@ -298,7 +299,7 @@ class ChainFront:
         if m == 0:
             return None
         k, keep = self.best[m - 1]
-        return _tiling_of(list(self.opts), self.opts[k], dict(keep))
+        return _tiling_of(list(self.opts), self.opts[k], {b: x for (b, _), x in zip(self.counts[k], keep, strict=True)})
 
 
 def chain_front(opts: list[ChainOption]) -> ChainFront | None:
@@ -309,22 +310,22 @@ def chain_front(opts: list[ChainOption]) -> ChainFront | None:
     sizes = [math.prod(c + 1 for _, c in cs) for cs in counts]
     if not opts or max(sizes) > ENUMERATE_LIMIT or sum(sizes) > FRONT_LIMIT:
         return None
-    choices: list[tuple[float, float, int, int, tuple[int, ...]]] = []  # (ws, q, order, option, keep)
+    choices: list[tuple[float, float, int, tuple[int, ...]]] = []  # (ws, q, option, keep), in enumeration order
     for k, (o, cs) in enumerate(zip(opts, counts, strict=True)):
         total = sum(b * c for b, c in cs)  # the same arithmetic as _enumerate, so the same floats
         for keep in itertools.product(*(range(c + 1) for _, c in cs)):
             resident = sum(b * x for (b, _), x in zip(cs, keep, strict=True))
-            q = o.base + o.tiles * total - (o.tiles - 1) * resident
-            choices.append((o.tile_ws + resident, q, len(choices), k, keep))
-    choices.sort(key=lambda c: c[0])
+            choices.append((o.tile_ws + resident, o.base + o.tiles * total - (o.tiles - 1) * resident, k, keep))
+    order = sorted(range(len(choices)), key=lambda m: choices[m][0])  # stable: equal working sets keep their order
     ws, best = [], []
-    top: tuple[float, int, int, tuple[int, ...]] | None = None
-    for w, q, order, k, keep in choices:
-        if top is None or (q, order) < (top[0], top[1]):
-            top = (q, order, k, keep)
+    top_q, top, pick = math.inf, -1, (0, ())
+    for m in order:
+        w, q, k, keep = choices[m]
+        if q < top_q or (q == top_q and m < top):  # the least traffic, the first enumerated among equals
+            top_q, top, pick = q, m, (k, keep)
         ws.append(w)
-        best.append((top[2], tuple((b, x) for (b, _), x in zip(counts[top[2]], top[3], strict=True))))
-    return ChainFront(tuple(opts), tuple(ws), tuple(best))
+        best.append(pick)
+    return ChainFront(tuple(opts), tuple(counts), ws, best)
 
 
 def _chain_ilp(feasible: list[ChainOption], counts: list[tuple[tuple[float, int], ...]], capacity: float,
