@@ -21,9 +21,9 @@ graph that way:
 - Per segment, every activation it writes that the backward reads and that is no boundary is
   **recomputed**: the segment's nodes it depends on (back to boundaries, weights and side data)
   are cloned, in order, right before the first backward node that reads one of them, and the
-  backward reads the clones. A clone is named ``<node>.recompute`` (its tensors
-  ``<tensor>.recompute``), has phase ``backward``, the attribute ``recompute: <node>`` and the
-  kernel ``<kernel>.recompute`` (a fused forward stays one kernel when re-run). Only what the
+  backward reads the clones. A clone is named ``recompute:<node>`` (its tensors
+  ``recompute:<tensor>``), has phase ``backward``, the attribute ``recompute: <node>`` and the
+  kernel ``recompute:<kernel>`` (a fused forward stays one kernel when re-run). Only what the
   backward reads is re-run: a down projection whose output only the residual add reads is not.
 
 The result is the same function (the training step validates against the source program as
@@ -48,7 +48,7 @@ layer's ``h`` and ``a`` are re-run before the backward of that layer reads ``a``
 ...          n("da", ["db", "a"], "da", "mul"), n("dw", ["da", "x"], "dw", "mul"))
 >>> g2, rec = recompute(Graph((("I", 1000),), tuple(ts), nodes))
 >>> [m.name for m in g2.nodes][7:]
-['g.recompute', 'b.recompute', 'db', 'dv', 'h.recompute', 'a.recompute', 'da', 'dw']
+['recompute:g', 'recompute:b', 'db', 'dv', 'recompute:h', 'recompute:a', 'da', 'dw']
 >>> rec.cuts, rec.recomputed_nodes, rec.peak_before, rec.peak_after
 (['y', 'z', 'loss'], 4, 16000.0, 12000.0)
 """
@@ -62,7 +62,7 @@ from ...graph import Assumption, Graph, Node
 from ...metrics import node_metrics
 from ...training import live_activations
 
-SUFFIX = ".recompute"
+PREFIX = "recompute:"
 _FORWARD = ("forward", "loss")
 
 
@@ -240,11 +240,11 @@ def _drop_unread(nodes: list[Node], tensors: list, forward: set[str]) -> tuple[l
 
 
 def _fresh(name: str, taken: set[str]) -> str:
-    """``name + '.recompute'`` (with a number when that is taken), reserved in ``taken``."""
-    new, k = name + SUFFIX, 1
+    """``'recompute:' + name`` (with a number when that is taken), reserved in ``taken``."""
+    new, k = PREFIX + name, 1
     while new in taken:
         k += 1
-        new = f"{name}{SUFFIX}{k}"
+        new = f"{PREFIX}{k}:{name}"
     taken.add(new)
     return new
 
@@ -269,8 +269,8 @@ def _rename(n: Node, m: dict[str, str], inputs_only: bool = False) -> Node:
 def _clone(n: Node, m: dict[str, str], name: str) -> Node:
     """The re-run of forward node ``n`` in the backward (see the module docstring)."""
     c = _rename(n, m)
-    return replace(c, name=name, phase="backward", kernel=n.kernel + SUFFIX if n.kernel else None,
+    return replace(c, name=name, phase="backward", kernel=PREFIX + n.kernel if n.kernel else None,
                    attrs=tuple(n.attrs) + (("recompute", n.name),))
 
 
-__all__ = ["Recompute", "SUFFIX", "recompute"]
+__all__ = ["PREFIX", "Recompute", "recompute"]
