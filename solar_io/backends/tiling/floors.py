@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-import pulp
-
 from .einsum import Einsum, compulsory_bytes
 
 
@@ -152,6 +150,8 @@ def _solve_square(rows: list[list[Fraction]]) -> list[Fraction] | None:
 
 
 def _cover_cbc(rows: list[frozenset[int]], pos: dict[int, int]) -> float | None:
+    import pulp  # imported only when an ILP is solved: most bounds never need one
+
     prob = pulp.LpProblem("hbl", pulp.LpMinimize)
     s = [pulp.LpVariable(f"s{i}", 0, 1) for i in range(len(pos))]
     prob += pulp.lpSum(s)

@@ -39,8 +39,6 @@ import itertools
 import math
 from dataclasses import dataclass
 
-import pulp
-
 from solar_io.affine import AffineExpr
 from solar_io.graph import Graph, Node
 from solar_io.metrics import GraphMetrics
@@ -330,6 +328,8 @@ def chain_front(opts: list[ChainOption]) -> ChainFront | None:
 
 def _chain_ilp(feasible: list[ChainOption], counts: list[tuple[tuple[float, int], ...]], capacity: float,
                time_limit: float | None) -> tuple[int, dict[float, int]]:
+    import pulp  # imported only when an ILP is solved: most bounds never need one
+
     prob = pulp.LpProblem("chain", pulp.LpMinimize)
     u = [pulp.LpVariable(f"u{k}", cat="Binary") for k in range(len(feasible))]
     keep = {(k, b): pulp.LpVariable(f"k{k}_{m}", 0, c, cat="Integer")

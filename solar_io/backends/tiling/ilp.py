@@ -51,9 +51,9 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
 
 from .einsum import Einsum, Operand, cover_bytes, merge_equivalent, split_tile, traffic, working_set
 from .relax import (
@@ -70,6 +70,9 @@ from .relax import (
     relaxed_working_set,
 )
 from .sweep import MAX_RANKS, families, sweep
+
+if TYPE_CHECKING:
+    import pulp
 
 TABLE_LIMIT = 768     # entries of one capacity table at most (breakpoints are thinned to fit)
 TRAFFIC_LIMIT = 4096  # entries of one traffic table at most
@@ -101,6 +104,8 @@ def solve_exactly(prob: pulp.LpProblem, time_limit: float | None, options: tuple
 
 def cbc(time_limit: float | None, options: tuple[str, ...] = ()) -> pulp.LpSolver:
     """The CBC command for one exact solve (gap 0) with an optional time limit in seconds."""
+    import pulp  # imported only when an ILP is solved: most bounds never need one
+
     kw = {} if time_limit is None else {"timeLimit": time_limit}
     return pulp.PULP_CBC_CMD(msg=0, gapRel=0, gapAbs=0, options=list(options), **kw)
 
@@ -108,6 +113,8 @@ def cbc(time_limit: float | None, options: tuple[str, ...] = ()) -> pulp.LpSolve
 def proven(prob: pulp.LpProblem) -> bool:
     """True when CBC proved the solution optimal; raises :class:`TimeLimitReached` when it stopped
     early (with or without an incumbent); False when the problem is infeasible."""
+    import pulp  # imported only when an ILP is solved: most bounds never need one
+
     if prob.sol_status == pulp.LpSolutionOptimal:
         return True
     if prob.status in (pulp.LpStatusInfeasible, pulp.LpStatusUnbounded):
@@ -317,6 +324,8 @@ def _ilp(e: Einsum, cap: float, opts: dict[str, tuple[Interval, ...]], time_limi
          ) -> tuple[dict[str, Interval], tuple[str, ...]] | None:
     """The relaxation's optimum over the option tuples ``opts`` and loop orders: (option per rank,
     loop order), or None when infeasible."""
+    import pulp  # imported only when an ILP is solved: most bounds never need one
+
     size = e.size
     prob = pulp.LpProblem("tiling", pulp.LpMinimize)
     active = [r for r in e.space if len(opts[r]) > 1]
