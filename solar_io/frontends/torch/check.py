@@ -10,8 +10,6 @@ A graph too large for the budget is validated per distinct node at reduced sizes
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +21,7 @@ from ...graph import Validation
 from ..common.errors import CaptureError
 from ..common.validation import compare, graph_bytes, skipped, tolerance
 from .cpu_kernels import KernelFallback, first_line, tolerant_opaque, unchecked_nodes
+from .eager import no_dropout
 from .specialise import forcing
 from .uninit import deterministic_memory, filled_graph, is_uninitialised
 
@@ -38,42 +37,6 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     elif str(t.dtype).startswith("torch.float4"):  # packed fp4 pairs: the graph holds their bytes (uint8)
         t = t.view(torch.uint8)
     return t.cpu().numpy()
-
-
-@contextmanager
-def no_dropout() -> Iterator[None]:
-    """Run eager code with dropout as the identity, as the capture lowers it.
-
-    Patches the dropout functions of ``torch`` and ``torch.nn.functional`` (which nn modules
-    and ``multi_head_attention_forward`` look up at call time) and forces ``dropout_p=0`` in
-    ``scaled_dot_product_attention``; restores them afterwards.
-    """
-    F = torch.nn.functional
-    sdpa = F.scaled_dot_product_attention
-
-    def identity(x: Any, *args: Any, **kwargs: Any) -> Any:
-        return x
-
-    def sdpa_no_dropout(*args: Any, **kwargs: Any) -> Any:
-        if len(args) > 4:
-            args = args[:4] + (0.0,) + args[5:]
-        else:
-            kwargs["dropout_p"] = 0.0
-        return sdpa(*args, **kwargs)
-
-    patches = [(F, n, identity) for n in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-                                          "feature_alpha_dropout")]
-    patches += [(torch, n, identity) for n in ("dropout", "alpha_dropout", "feature_dropout",
-                                               "feature_alpha_dropout")]
-    patches.append((F, "scaled_dot_product_attention", sdpa_no_dropout))
-    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
-    try:
-        for mod, name, fn in patches:
-            setattr(mod, name, fn)
-        yield
-    finally:
-        for mod, name, fn in saved:
-            setattr(mod, name, fn)
 
 
 RANDOM_OPS = frozenset({
@@ -174,16 +137,20 @@ def _flat_tensors(out: Any) -> list[torch.Tensor]:
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
-def validate_capture(cap: Capture, *, pipeline: Pipeline, seed: int = 0, budget: int = 2 << 30) -> Validation:
+def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30,
+                     pipeline: Pipeline | None = None) -> Validation:
     """The validation record of ``cap`` (see the module docstring). Raises CaptureError when the
     model raises when run eagerly: a program that cannot run is not captured as valid.
 
     ``pipeline`` is the capture function (``capture.capture_source``) that the per-node checks of a
     graph over ``budget`` run their one-op programs through; the caller hands it in, so this module
-    and ``reduced`` do not import the capture that imports them."""
+    and ``reduced`` do not import the capture that imports them (a graph within the budget needs none)."""
     g = cap.graph
     need = graph_bytes(g) * 2
     if need > budget:
+        if pipeline is None:
+            raise TypeError("validate_capture: a graph over the budget is checked per node, which needs "
+                            "pipeline= (capture.capture_source)")
         from .reduced import validate_per_node
 
         why = f"the whole graph needs {need / 2**30:.1f} GiB (--validate-budget {budget / 2**30:.1f} GiB)"

@@ -104,7 +104,7 @@ def _run(source: Any, routing: Routing, device: str, seed: int) -> Plan:
     else:
         inputs = cpu_inputs
     _label_model(values, model, inputs)
-    from .check import no_dropout
+    from .eager import no_dropout
 
     with torch.no_grad(), no_dropout(), _Tracker(values, plan, _chooser(routing, plan)), _Decide(plan, values), \
             torch.device(device):
