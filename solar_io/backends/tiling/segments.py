@@ -201,12 +201,17 @@ class Segments:
                 self._static[key] = got
         return got
 
-    def _chain_options(self, i: int, j: int) -> list:
-        """:func:`.fusion.chain_options` of segment ``i..j`` (capacity-independent: kept for every
-        capacity of this graph when reusing; by position, since the options name its tensors)."""
+    def _chain_options(self, i: int, j: int) -> tuple[list, tuple]:
+        """:func:`.fusion.chain_options` of segment ``i..j`` and their shape (what the answer depends on:
+        the key of the chain caches); capacity-independent: kept for every capacity of this graph when
+        reusing, by position, since the options name its tensors."""
+        def build() -> tuple[list, tuple]:
+            opts = chain_options(self.g, self.view, i, j)
+            return opts, tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts)
+
         if not self.reuse:
-            return chain_options(self.g, self.view, i, j)
-        return self.view.memo(("chain options", i, j, GENERATION[0]), lambda: chain_options(self.g, self.view, i, j))
+            return build()
+        return self.view.memo(("chain options", i, j, GENERATION[0]), build)
 
     def _span_fresh(self, i: int, j: int) -> Span | None:
         cap = self.capacity
@@ -225,10 +230,9 @@ class Segments:
             return Span(fl, fl, "floor", "", avoided)
         if live <= cap:
             return Span(max(ext, fl), fl, "resident", "every live tensor on chip", avoided)
-        opts = self._chain_options(i, j)
+        opts, shape = self._chain_options(i, j)
         if not opts:
             return None
-        shape = tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts)
         key = (shape, cap)
         if key not in _CHAINS:
             if shape not in _FRONTS:  # capacity-independent: every later capacity (chip) is one bisection
