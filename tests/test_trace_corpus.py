@@ -9,7 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import solar_io
+from solar_io.frontends.common.errors import CaptureError
+from solar_io.frontends.trace.definition import read_definition
 from solar_io.frontends.trace.problems import capture_problem
 
 
@@ -114,6 +118,8 @@ PAGED_DECODE = {
              "num_kv_heads": {"type": "const", "value": 2}, "head_dim": {"type": "const", "value": 8},
              "num_pages": {"type": "var"}, "page_size": {"type": "const", "value": 1},
              "len_indptr": {"type": "expr", "expression": "batch_size + 1"}, "num_kv_indices": {"type": "var"}},
+    # the second names a tensor's values, as FlashInfer's definitions do: kept, never evaluated
+    "constraints": ["num_qo_heads % num_kv_heads == 0", "num_kv_indices == kv_indptr[-1].item()"],
     "inputs": {"q": {"shape": ["batch_size", "num_qo_heads", "head_dim"], "dtype": "bfloat16"},
                "k_cache": {"shape": ["num_pages", "page_size", "num_kv_heads", "head_dim"], "dtype": "bfloat16"},
                "v_cache": {"shape": ["num_pages", "page_size", "num_kv_heads", "head_dim"], "dtype": "bfloat16"},
@@ -152,7 +158,11 @@ def test_gqa_paged_decode_over_a_page_table_from_a_trace_shaped_line(tmp_path):
     line = {"definition": PAGED_DECODE["name"], "solution": None, "evaluation": None,  # FlashInfer's Trace shape
             "workload": {"uuid": "t0", "axes": {"batch_size": B, "num_pages": P, "num_kv_indices": sum(lens)},
                          "inputs": inputs}}
-    r = _one(_problem(tmp_path, PAGED_DECODE, [line]))
+    d = _problem(tmp_path, PAGED_DECODE, [line])
+    defn = read_definition(d / "definition.json")
+    assert defn.constraints == ("num_qo_heads % num_kv_heads == 0",)
+    assert defn.value_constraints == ("num_kv_indices == kv_indptr[-1].item()",)
+    r = _one(d)
     g = r.graph
     assert r.validation == "passed" and not r.opaque
     assert g.producer.workload.uuid == "t0"
@@ -163,6 +173,20 @@ def test_gqa_paged_decode_over_a_page_table_from_a_trace_shaped_line(tmp_path):
     # cache the longest sequence's pages, of q one batch row, of the page ids the longest slice; the output
     page = Hkv * D * 2
     assert m.boundary_bytes == 2 * max(lens) * page + H * D * 2 + 4 * max(lens) + B * H * D * 2
+
+
+def test_value_constraints_still_parse_and_axis_constraints_still_hold(tmp_path):
+    bad = json.loads(json.dumps(PAGED_DECODE))
+    bad["constraints"] = ["num_kv_indices == kv_indptr[-1].item("]
+    p = tmp_path / "definition.json"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(CaptureError, match=r"definition.json: constraints\[0\]: .*does not parse"):
+        read_definition(p)
+    line = {"uuid": "x", "axes": {"batch_size": 2, "num_pages": 10, "num_kv_indices": 8},
+            "inputs": {"sm_scale": {"type": "scalar", "value": 1.0}}}
+    doc = dict(PAGED_DECODE, axes=dict(PAGED_DECODE["axes"], num_kv_heads={"type": "const", "value": 3}))
+    (r,) = capture_problem(_problem(tmp_path, doc, [line], "odd"), None)
+    assert r.status == "failed" and "'num_qo_heads % num_kv_heads == 0' does not hold" in r.error
 
 
 # ----------------------------------------------------------------------------- FFT

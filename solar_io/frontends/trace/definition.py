@@ -60,6 +60,10 @@ class Definition:
     custom_entry: str | None = None
     op_type: str | None = None
     path: Path | None = field(default=None, compare=False)
+    #: constraints over tensor *values* (``"num_kv_indices == kv_indptr[-1].item()"``): never evaluated
+    #: (no code from a definition is run outside the reference), kept to be reported as not checked
+    #: here; the reference, which FlashInfer's harness also runs, asserts them on the real values.
+    value_constraints: tuple[str, ...] = ()
 
     @property
     def scalars(self) -> tuple[str, ...]:
@@ -113,8 +117,17 @@ def parse_definition(doc: dict[str, Any], file: str, sha256: str, path: Path | N
     if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
         raise _fail(file, "constraints", "must be a list of strings such as \"H_qo == H_kv * H_r\"")
     known = set(axes) | {n for n, s in inputs.items() if s.scalar}
+    on_values = []
     for i, c in enumerate(constraints):
+        try:
+            tensors = names_in(c) & {n for n, s in inputs.items() if not s.scalar}
+        except ExprError as e:
+            raise _fail(file, f"constraints[{i}]", str(e)) from None
+        if tensors:  # a constraint on tensor values: parsed, never evaluated
+            on_values.append(c)
+            continue
         _check_expression(c, known, file, f"constraints[{i}]", logical=True)
+    constraints = [c for c in constraints if c not in on_values]
     ref = doc["reference"]
     if not isinstance(ref, str) or not ref.strip():
         raise _fail(file, "reference", "must be the Python source of the reference (a string defining run)")
@@ -123,7 +136,7 @@ def parse_definition(doc: dict[str, Any], file: str, sha256: str, path: Path | N
         raise _fail(file, "custom_inputs_entrypoint", f"must name a function of the reference, got {entry!r}")
     op_type = doc.get("op_type")
     return Definition(name, file, sha256, axes, inputs, outputs, ref, tuple(constraints), entry,
-                      op_type if isinstance(op_type, str) else None, path)
+                      op_type if isinstance(op_type, str) else None, path, tuple(on_values))
 
 
 def _axes(v: Any, file: str) -> dict[str, Axis]:
