@@ -3,6 +3,7 @@ optimizer bytes by hand, fused backward rules (not opaque), validation against e
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -344,3 +345,39 @@ def test_cli_recompute(tmp_path: Path) -> None:
     assert "recompute (activation checkpointing): 6 forward nodes re-run in the backward (1536 MACs)" in r.stdout
     # the re-run MACs count in the backward's row, the forward's stays 2 layers x (up + down) = 2 * 2 * 6*8*16
     assert re.search(r"forward\s+\d+ kernels\s+3072 MACs", r.stdout), r.stdout
+
+
+GQA_MASKED = MASKED.replace("(nn.Linear(32, 32) for _ in range(4))", "nn.Linear(32, 32), nn.Linear(32, 16), "
+                            "nn.Linear(32, 16), nn.Linear(32, 32)").replace(
+    "view(2, 12, 4, 8)", "view(2, 12, 2, 8)").replace("attn_mask=mask + self.bias if KIND == \"learned\" else mask)",
+                                                      "attn_mask=mask + self.bias if KIND == \"learned\" else mask, "
+                                                      "enable_gqa=True)")
+
+
+@pytest.mark.parametrize(("kind", "mask_bytes"), [("bool", 2 * 1 * 10 * 12), ("learned", 0)])
+def test_grouped_masked_attention_is_fused(tmp_path: Path, kind: str, mask_bytes: int) -> None:
+    # grouped-query heads (4 query heads, 2 KV heads) with a mask: no PyTorch kernel has both, so the
+    # capture routes to solar_io::masked_attention (gqa_attention.py): K and V are read once per KV head,
+    # dK/dV written at the KV heads, no S x T tensor but the mask crosses memory; validated (a learned
+    # [H, S, T] bias gets its gradient). FlopCounterMode does not count the custom op: MACs by hand
+    src = _source(tmp_path, GQA_MASKED.replace('KIND = "bool"', f'KIND = "{kind}"'))
+    g = capture_train(src, TrainSpec(optimizer="none"))
+    assert g.validation.status == "passed", g.validation.reason
+    assert not [n for n in g.nodes if n.kind == "opaque"]
+    b, h, s, t, e = 2, 4, 10, 12, 8
+    linears = (2 * b * s * 32 + 2 * b * t * 16) * 32
+    attention = b * h * s * t * (e + e) + b * h * s * t * (3 * e + 2 * e)
+    assert graph_metrics(g).macs == 2 * linears + b * s * 32 * 32 + attention
+    assert graph_metrics(g).macs == flop_counter_macs(src) + attention
+    kb = _kernel_bytes(g)
+    (fwd,) = [x for n, x in kb.items() if n == "solar_io::masked_attention" or n.endswith("masked_attention")]
+    (bwd,) = [x for n, x in kb.items() if n.endswith("masked_attention_backward")]
+    q = o = b * s * 32 * 4
+    k = v = b * t * 16 * 4
+    mask = mask_bytes or 4 * s * t * 4  # the learned mask: mask + bias, [H, S, T] fp32
+    assert sum(fwd[0].values()) == q + k + v + mask and sum(fwd[1].values()) == o + b * h * s * 4
+    assert sum(bwd[1].values()) == q + k + v + (4 * s * t * 4 if kind == "learned" else 0)
+    crossing = {x for r, w in kb.values() for x in (*r, *w)}
+    # only mask-shaped S x T tensors (the mask, the bias, their sum, the bias gradient) cross memory, never
+    # the [B, H, S, T] scores or probabilities
+    assert all(math.prod(g.shape(x)) <= h * s * t for x in crossing if g.shape(x)[-2:] == (s, t))

@@ -10,7 +10,8 @@ become ops we do. ``convolution_backward`` and the flash attention backward have
 
 ``scaled_dot_product_attention`` without a mask is routed to ``_scaled_dot_product_flash_attention``
 while exporting, and with a mask (boolean or additive, broadcast to the scores) to
-``_scaled_dot_product_efficient_attention``: the joint graph then keeps attention as a fused
+``_scaled_dot_product_efficient_attention`` (with grouped-query heads, which that kernel lacks, to
+``gqa_attention.py``'s op): the joint graph then keeps attention as a fused
 forward and a fused backward (recomputing the scores, as flash attention does, the mask read once
 by each) instead of the math path's saved ``S x T`` probabilities, which no fused kernel writes (a
 bound that charged them could be beaten).
@@ -27,6 +28,7 @@ it is validated.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -50,6 +52,7 @@ from ..common.training import (
     rename_tensors,
 )
 from ..common.validation import graph_bytes, skipped
+from . import gqa_attention  # noqa: F401  (registers solar_io::masked_attention)
 from .capture import DEFAULT_BUDGET, _quiet_torch_logs
 from .loader import Source
 from .lower import Lowered, lower
@@ -120,10 +123,13 @@ class FlashAttention(torch.overrides.TorchFunctionMode):
                 if mask is None:
                     return _ATEN._scaled_dot_product_flash_attention(q, k, a["value"], 0.0, bool(a.get("is_causal")),
                                                                      False, scale=a.get("scale"))[0]
-                # the efficient kernel's meta backward gives K/V gradients query heads: no GQA here
-                if not a.get("is_causal") and q.shape[1] == k.shape[1] and _broadcasts(mask, q, k):
-                    return _ATEN._scaled_dot_product_efficient_attention(q, k, a["value"], mask, True, 0.0, False,
-                                                                         scale=a.get("scale"))[0]
+                if not a.get("is_causal") and _broadcasts(mask, q, k):
+                    if q.shape[1] == k.shape[1]:
+                        return _ATEN._scaled_dot_product_efficient_attention(q, k, a["value"], mask, True, 0.0,
+                                                                             False, scale=a.get("scale"))[0]
+                    # grouped-query heads: PyTorch's efficient kernel has none (gqa_attention.py)
+                    scale = a.get("scale") or 1.0 / math.sqrt(q.shape[-1])
+                    return torch.ops.solar_io.masked_attention(q, k, a["value"], mask, float(scale))[0]
         return func(*args, **kwargs)
 
 

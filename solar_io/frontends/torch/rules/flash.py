@@ -2,7 +2,9 @@
 
 A training capture (``frontends/torch/train.py``) routes ``scaled_dot_product_attention`` without a
 mask to ``_scaled_dot_product_flash_attention`` and with one (``attn_mask``, boolean or additive)
-to ``_scaled_dot_product_efficient_attention`` (the kernel PyTorch has for masks), so the joint
+to ``_scaled_dot_product_efficient_attention`` (the kernel PyTorch has for masks; with grouped-query
+heads, which it lacks, to ``solar_io::masked_attention`` of ``frontends/torch/gqa_attention.py``,
+lowered the same way), so the joint
 graph keeps attention as two fused ops instead of the math path's materialised ``S x T``
 probabilities, which no fused kernel writes. Forward (one kernel)::
 
@@ -242,3 +244,14 @@ def efficient_backward(ctx: LowerCtx, a: Args) -> tuple:
     dq, dk, dv, db = _backward(ctx, a, a.grad_out_, a.attn_bias, "memory-efficient attention",
                                bias_grad=bool(want[3]))
     return dq, dk, dv, db
+
+
+@rule("solar_io.masked_attention")
+def grouped_masked_forward(ctx: LowerCtx, a: Args) -> tuple[T, T]:
+    """``frontends/torch/gqa_attention.py``'s op: the memory-efficient forward with grouped-query heads."""
+    return _forward(ctx, a, a.attn_bias, "grouped masked attention")
+
+
+@rule("solar_io.masked_attention_backward")
+def grouped_masked_backward(ctx: LowerCtx, a: Args) -> tuple:
+    return _backward(ctx, a, a.grad_out, a.attn_bias, "grouped masked attention", bias_grad=bool(a.bias_grad))
