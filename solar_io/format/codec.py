@@ -274,12 +274,13 @@ def _numbers(dec: _Decoder, v: Any, path: tuple) -> None:
     values (2**1100), NaN and infinities outside data values and INFINITE_OK (rank sizes: _ranks)."""
     if isinstance(v, dict):
         for k, x in v.items():
-            if not (path == () and k == "ranks"):
+            if not (_plain(x) or (path == () and k == "ranks")):
                 _numbers(dec, x, path + (str(k),))
         return
     if isinstance(v, list):
         for i, x in enumerate(v):
-            _numbers(dec, x, path + (i,))
+            if not _plain(x):
+                _numbers(dec, x, path + (i,))
         return
     data = bool(path) and (path[-1] in DATA_FIELDS or path[-2:-1] == ("attrs",))
     if isinstance(v, float) and not math.isfinite(v) and not data:
@@ -293,6 +294,21 @@ def _numbers(dec: _Decoder, v: Any, path: tuple) -> None:
 
 
 _FLOAT_LIMIT = 2**1024 - 2**970  # integers from here on round to infinity as floats
+
+
+def _plain(x: Any) -> bool:
+    """True for a value :func:`_numbers` accepts in any field (a string, a finite float, an integer
+    inside int64, a boolean, null): the walk skips it without building its path.
+
+    >>> _plain("a"), _plain(2**62), _plain(1.5), _plain(float("inf")), _plain(2**63), _plain([])
+    (True, True, True, False, False, False)
+    """
+    t = type(x)
+    if t is str or t is bool or x is None:
+        return True
+    if t is int:
+        return -MAX_INDEX_SPACE < x < MAX_INDEX_SPACE
+    return t is float and math.isfinite(x)
 
 
 def _echo(v: Any, limit: int = 200) -> str:
