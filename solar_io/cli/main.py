@@ -53,7 +53,7 @@ _HELP = ("Speed-of-light analysis of deep-learning workloads from einsum-graph f
 def build_app(only: str | None = None) -> typer.Typer:
     """The ``solar-io`` app with every command, or with only the command ``only`` (and the root options).
 
-    >>> [c.name for c in build_app("check").registered_commands]
+    >>> [c.callback.__name__ for c in build_app("check").registered_commands]
     ['check']
     """
     import importlib
