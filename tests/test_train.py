@@ -34,6 +34,15 @@ def get_inputs():
     return [torch.randn(6, 8)]
 """
 
+#: The training rules the tests below see lowered (each set is asserted present in a captured step);
+#: tests/test_torch_corpus.py::test_every_rule_is_tested counts them as tested.
+FLASH_RULES = {"aten.convolution_backward", "aten._scaled_dot_product_flash_attention",
+               "aten._scaled_dot_product_flash_attention_backward"}
+EFFICIENT_RULES = {"aten._scaled_dot_product_efficient_attention",
+                   "aten._scaled_dot_product_efficient_attention_backward"}
+GQA_MASK_RULES = {"solar_io.masked_attention", "solar_io.masked_attention_backward"}
+TRAINING_RULES = FLASH_RULES | EFFICIENT_RULES | GQA_MASK_RULES
+
 MIX = """
 GROUPS = 1
 import torch
@@ -142,6 +151,7 @@ def test_conv_attention_norm_embedding_backward_lowered(tmp_path: Path) -> None:
     assert not [n for n in g.nodes if n.kind == "opaque"]
     ops = {n.op for n in g.nodes if n.phase == "backward"}
     assert {"aten.convolution_backward", "aten._scaled_dot_product_flash_attention_backward"} <= ops
+    assert FLASH_RULES <= {n.op for n in g.nodes}
     assert graph_metrics(g).macs == flop_counter_macs(src)
     causal = [t for t in g.tensors if t.density is not None]
     assert causal and all(t.density == pytest.approx(55 / 100) for t in causal)  # tril of 10 x 10
@@ -225,6 +235,7 @@ def test_masked_attention_is_fused(tmp_path: Path, kind: str, mask_bytes: int) -
     src = _source(tmp_path, MASKED.replace('KIND = "bool"', f'KIND = "{kind}"'))
     g = capture_train(src, TrainSpec(optimizer="none"))
     assert g.validation.status == "passed", g.validation.reason
+    assert EFFICIENT_RULES <= {n.op for n in g.nodes}
     assert not [n for n in g.nodes if n.kind == "opaque"]
     b, h, s, t, e = 2, 4, 10, 12, 8
     linears = (b * s + 2 * b * t + b * s) * 32 * 32
@@ -363,6 +374,7 @@ def test_grouped_masked_attention_is_fused(tmp_path: Path, kind: str, mask_bytes
     src = _source(tmp_path, GQA_MASKED.replace('KIND = "bool"', f'KIND = "{kind}"'))
     g = capture_train(src, TrainSpec(optimizer="none"))
     assert g.validation.status == "passed", g.validation.reason
+    assert GQA_MASK_RULES <= {n.op for n in g.nodes}
     assert not [n for n in g.nodes if n.kind == "opaque"]
     b, h, s, t, e = 2, 4, 10, 12, 8
     linears = (2 * b * s * 32 + 2 * b * t * 16) * 32
