@@ -324,3 +324,23 @@ def test_declared_kernels_decide_the_unfused_kernels():
     issues = solar_io.validate(dataclasses.replace(g, nodes=apart))
     assert any("kernel 'softmax'" in i.message and "consecutive" in i.message for i in issues)
     assert g.assumptions[1].values == (("tokens_per_expert", (3, 1)),)
+
+
+def test_the_prefix_rule_keeps_runs_apart_that_share_a_prefix():
+    """Two runs of one call prefix with another node between them are two kernels under the 1.2 rule;
+    declaring them gives the second its own id (``CALL#2``), so a migrated file stays valid."""
+    from solar_io.affine import parse_access
+    from solar_io.format.kernels import declare_kernels, declare_kernels_doc, kernel_spans
+    from solar_io.graph import Node
+
+    def node(name: str, op: str) -> Node:
+        return Node(name, "einsum", op, (parse_access("x[i]"),), (parse_access(f"{name}[i]"),), space=("i",),
+                    map="identity", reduce="none")
+
+    nodes = [node("cell.a", "lstm"), node("cell.b", "lstm"), node("mid", "add"), node("cell.c", "lstm"),
+             node("cell", "lstm")]
+    declared = declare_kernels(nodes)
+    assert [n.kernel for n in declared] == ["cell", "cell", None, "cell#2", "cell#2"]
+    assert kernel_spans(declared) == [(0, 1), (2, 2), (3, 4)]
+    docs = declare_kernels_doc([{"name": n.name, "op": n.op} for n in nodes])
+    assert [d.get("kernel") for d in docs] == ["cell", "cell", None, "cell#2", "cell#2"]

@@ -49,8 +49,10 @@ def declare_kernels(nodes: Sequence[Node]) -> tuple[Node, ...]:
     """``nodes`` with ``kernel`` set on every run of two or more consecutive undeclared nodes that
     share op and call prefix (the 1.2 rule); declared nodes and single nodes are left as they are."""
     out = list(nodes)
-    for i, j in _prefix_runs([call_key(n) if n.kernel is None else None for n in out]):
-        out[i:j] = [replace(n, kernel=call_key(n)[1]) for n in out[i:j]]
+    ids = _run_ids([n.kernel for n in out], [call_key(n)[1] for n in out],
+                   _prefix_runs([call_key(n) if n.kernel is None else None for n in out]))
+    for (i, j), kid in ids:
+        out[i:j] = [replace(n, kernel=kid) for n in out[i:j]]
     return tuple(out)
 
 
@@ -59,9 +61,27 @@ def declare_kernels_doc(nodes: list) -> list:
     out = [dict(n) if isinstance(n, dict) else n for n in nodes]
     keys = [(n.get("op"), n["name"].split(".", 1)[0]) if isinstance(n, dict) and isinstance(n.get("name"), str)
             and "kernel" not in n else None for n in out]
-    for i, j in _prefix_runs(keys):
+    declared = [n.get("kernel") if isinstance(n, dict) else None for n in out]
+    calls = [k[1] if k is not None else "" for k in keys]
+    for (i, j), kid in _run_ids(declared, calls, _prefix_runs(keys)):
         for n in out[i:j]:
-            n["kernel"] = keys[i][1]
+            n["kernel"] = kid
+    return out
+
+
+def _run_ids(declared: Sequence, calls: Sequence[str],
+             runs: list[tuple[int, int]]) -> list[tuple[tuple[int, int], str]]:
+    """A kernel id per run: its call prefix, or ``CALL#2``, ``CALL#3``, ... where an earlier run (or a
+    declared kernel) already holds that id, so runs the rule keeps apart stay apart."""
+    used = {k for k in declared if isinstance(k, str)}
+    out = []
+    for i, j in runs:
+        kid, n = calls[i], 1
+        while kid in used:
+            n += 1
+            kid = f"{calls[i]}#{n}"
+        used.add(kid)
+        out.append(((i, j), kid))
     return out
 
 
