@@ -10,7 +10,6 @@ The canonical document of a graph is :func:`solar_io.format.encode.encode`'s.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .. import dtypes
@@ -35,6 +34,7 @@ from ..ops import MAP_OPS, REDUCE_OPS
 from .assumptions import decode_assumptions
 from .kernels import declare_kernels
 from .kinds import COMMON_NODE, KIND_RULES, keys
+from .limits import MAX_RANK_SIZE, check_index_space, check_numbers, echo
 from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
 TOP_KEYS = keys("document")
@@ -118,7 +118,7 @@ class _Decoder:
         if any(r is None for r in out):
             return None
         if len(set(out)) != len(out):
-            self.err(path, f"rank listed twice in {_echo(v)}")
+            self.err(path, f"rank listed twice in {echo(v)}")
             return None
         return tuple(out)  # type: ignore[arg-type]
 
@@ -157,7 +157,7 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     except VersionError as e:
         raise GraphError([Issue(("version",), str(e))], file) from None
     dec = _Decoder(version)
-    _numbers(dec, doc, ())
+    check_numbers(dec, doc, ())
     if dec.issues:  # the field decoders below convert numbers, which these would break
         raise GraphError(dec.issues, file)
     top = dec.mapping(doc, (), TOP_KEYS, "the document") or {}
@@ -169,7 +169,7 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     tensors = _tensors(dec, top.get("tensors"))
     nodes = _nodes(dec, top.get("nodes"))
     validation = _validation(dec, top.get("validation"))
-    _index_space(dec, dict(ranks), top, tensors, nodes)
+    check_index_space(dec, dict(ranks), top, tensors, nodes)
     errors = [i for i in dec.issues if i.severity == "error"]
     if errors:
         raise GraphError(dec.issues, file)
@@ -248,88 +248,10 @@ def _ranks(dec: _Decoder, v: Any) -> tuple[tuple[str, int], ...]:
         if dec.name(k, path + (str(k),), rank=True) is None:
             continue
         if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_RANK_SIZE:
-            dec.err(path + (k,), f"rank {k} must have a positive integer size at most 2**62, got {_echo(size)}")
+            dec.err(path + (k,), f"rank {k} must have a positive integer size at most 2**62, got {echo(size)}")
             continue
         out.append((k, size))
     return tuple(out)
-
-
-#: Largest rank size, and (below) the bound on a tensor's elements and a node's iteration points:
-#: indices are int64 (numpy, the executor, the exporters' tools), so every flat index must stay
-#: below 2**63; a rank of 2**62 leaves room for a stride or an offset beside it.
-MAX_RANK_SIZE = 2**62
-MAX_INDEX_SPACE = 2**63
-
-
-#: Data values, which may be any float (NaN from uninitialised memory, -inf for max-pool padding or
-#: masks) or any integer a float can hold: a node's fill, a constant's value, a source op's attrs.
-DATA_FIELDS = frozenset({"fill", "value"})
-#: Fields that may be infinite besides data: a tolerance (inf: none) and a measured error that overflowed.
-INFINITE_OK = frozenset({"rtol", "atol", "max_abs_error", "max_rel_error"})
-
-
-def _numbers(dec: _Decoder, v: Any, path: tuple) -> None:
-    """Refuse numbers no field can hold, anywhere in the document, each naming its field: integers
-    of 2**63 or more in magnitude (int64) outside data values, integers no float can hold in data
-    values (2**1100), NaN and infinities outside data values and INFINITE_OK (rank sizes: _ranks)."""
-    if isinstance(v, dict):
-        for k, x in v.items():
-            if not (_plain(x) or (path == () and k == "ranks")):
-                _numbers(dec, x, path + (str(k),))
-        return
-    if isinstance(v, list):
-        for i, x in enumerate(v):
-            if not _plain(x):
-                _numbers(dec, x, path + (i,))
-        return
-    data = bool(path) and (path[-1] in DATA_FIELDS or path[-2:-1] == ("attrs",))
-    if isinstance(v, float) and not math.isfinite(v) and not data:
-        if math.isnan(v) or path[-1] not in INFINITE_OK:
-            dec.err(path, f"must be a finite number, got {v}")
-    elif isinstance(v, int) and not isinstance(v, bool):
-        if data and abs(v) >= _FLOAT_LIMIT:
-            dec.err(path, f"integer of {v.bit_length()} bits is too large for a float")
-        elif not data and abs(v) >= MAX_INDEX_SPACE:
-            dec.err(path, f"integer of {v.bit_length()} bits is outside the int64 range (|x| < 2**63)")
-
-
-_FLOAT_LIMIT = 2**1024 - 2**970  # integers from here on round to infinity as floats
-
-
-def _plain(x: Any) -> bool:
-    """True for a value :func:`_numbers` accepts in any field (a string, a finite float, an integer
-    inside int64, a boolean, null): the walk skips it without building its path.
-
-    >>> _plain("a"), _plain(2**62), _plain(1.5), _plain(float("inf")), _plain(2**63), _plain([])
-    (True, True, True, False, False, False)
-    """
-    t = type(x)
-    if t is str or t is bool or x is None:
-        return True
-    if t is int:
-        return -MAX_INDEX_SPACE < x < MAX_INDEX_SPACE
-    return t is float and math.isfinite(x)
-
-
-def _echo(v: Any, limit: int = 200) -> str:
-    """``repr(v)`` cut to ``limit`` characters (+ "..."): user content echoed in an error line."""
-    r = repr(v)
-    return r if len(r) <= limit else r[:limit] + "..."
-
-
-def _index_space(dec: _Decoder, sizes: dict[str, int], top: dict, tensors: tuple, nodes: tuple) -> None:
-    """Refuse tensors and iteration spaces of 2**63 or more points (see MAX_INDEX_SPACE)."""
-    for key, records, ranks_of, what in (("tensors", tensors, lambda t: t.ranks, "elements"),
-                                         ("nodes", nodes, lambda n: n.space, "iteration points")):
-        raw = top.get(key) if isinstance(top.get(key), list) else []
-        where = {r.get("name"): i for i, r in enumerate(raw) if isinstance(r, dict) and isinstance(r.get("name"), str)}
-        for rec in records:
-            points = 1
-            for r in ranks_of(rec):
-                points *= sizes.get(r, 1)
-            if points >= MAX_INDEX_SPACE:
-                dec.err((key, where.get(rec.name, 0)), f"{rec.name} has {points} {what}, over the 2**63 limit "
-                        "of int64 indices")
 
 
 def _list(dec: _Decoder, v: Any, key: str) -> list:
