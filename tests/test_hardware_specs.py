@@ -314,3 +314,20 @@ def test_yaml_aliases_duplicates_and_garbage_are_refused(tmp_path):
         load_spec(path)
     with pytest.raises(HardwareSpecError, match="cannot read"):
         load_spec(tmp_path / "missing.yaml")
+
+
+def test_every_spec_pickles_for_worker_processes():
+    """Specs travel to worker processes (check-bounds --jobs, sweeps): a pickle round trip gives an
+    equal spec whose mappings are read-only again (the clock-scaled form included)."""
+    import pickle
+    from types import MappingProxyType
+
+    from solar_io.backends.roofline.clock import at_clock
+    from solar_io.hardware.catalog import load_spec as by_name
+
+    for spec in (by_name("h100-sxm"), at_clock(by_name("b200"), "1500MHz")[0], by_name("thor")):
+        back = pickle.loads(pickle.dumps(spec))
+        assert back == spec and back.peak("matrix", "bf16") == spec.peak("matrix", "bf16")
+        assert isinstance(back.units, MappingProxyType)
+        assert all(isinstance(v, MappingProxyType) for v in back.units.values())
+        assert back.interconnect == spec.interconnect

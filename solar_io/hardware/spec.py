@@ -16,7 +16,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -151,6 +151,18 @@ class MeasuredBandwidth:
     note: str | None = None
 
 
+#: HardwareSpec fields held as read-only mappings (``units`` one level deeper).
+_PROXIED = ("units", "measured_gemm", "measured_bandwidth", "interconnect")
+
+
+def _rebuild_spec(state: dict) -> HardwareSpec:
+    """The inverse of ``HardwareSpec.__reduce__``."""
+    for k in _PROXIED:
+        state[k] = MappingProxyType({key: MappingProxyType(v) if isinstance(v, dict) else v
+                                     for key, v in state[k].items()})
+    return HardwareSpec(**state)
+
+
 @dataclass(frozen=True)
 class HardwareSpec:
     """A chip's speed-of-light parameters (see the module docstring for the format).
@@ -180,6 +192,14 @@ class HardwareSpec:
     path: str | None = field(default=None, compare=False)
     #: {'scale_up' | 'host' | 'scale_out': Link} (format 1.1); empty when the spec gives none.
     interconnect: Mapping[str, Link] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+    def __reduce__(self) -> tuple:
+        """Pickling (a spec sent to worker processes): the read-only mappings travel as dicts and
+        are made read-only again on arrival."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k in _PROXIED:
+            state[k] = {key: dict(v) if isinstance(v, Mapping) else v for key, v in state[k].items()}
+        return (_rebuild_spec, (state,))
 
     def link(self, kind: str) -> Link | None:
         """The chip's link of ``kind`` ('scale_up', 'host', 'scale_out'), or None."""
