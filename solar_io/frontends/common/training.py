@@ -29,10 +29,10 @@ parameter's dtype (PyTorch keeps ``exp_avg`` in the parameter's dtype):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import sqrt
+from math import prod, sqrt
 
 from ...affine import Access
-from ...graph import Assumption, Graph, Node
+from ...graph import Assumption, Graph, Node, Producer
 from .builder import GraphBuilder, access
 from .errors import CaptureError
 
@@ -168,6 +168,32 @@ def _update(b: GraphBuilder, p: Param, spec: TrainSpec) -> dict[str, str]:
     if spec.master_dtype:
         names["param_new"] = ew("param_new", "identity", w_new, dtype=pdt)
     return names
+
+
+def build_step(b: GraphBuilder, params: list[Param], spec: TrainSpec, loss: str, model_outputs: set[str],
+               producer: Producer, name: str) -> tuple[Graph, list[dict[str, str]]]:
+    """The step graph of a lowered forward + loss + backward in ``b``: the optimizer update emitted
+    (unless ``spec.optimizer`` is ``none``: then the gradients are outputs), the graph built with the
+    loss first among its outputs, every node's phase marked (by data flow: what ``model_outputs`` need
+    is forward, what only the loss needs is loss, the optimizer's nodes, the rest backward). Returns
+    the graph and each parameter's optimizer tensors (:func:`emit_optimizer`)."""
+    forward = ancestors(b.nodes, model_outputs)
+    loss_nodes = ancestors(b.nodes, {loss}) - forward
+    opt_names: list[str] = []
+    opt_tensors: list[dict[str, str]] = [{} for _ in params]
+    if spec.optimizer == "none":
+        outputs = [loss] + [p.grad for p in params]
+    else:
+        updated, opt_names, opt_tensors = emit_optimizer(b, params, spec)
+        outputs = [loss] + updated
+    g = b.build(outputs, name=name, producer=producer)
+    return mark_phases(g, forward, loss_nodes, set(opt_names), optimizer_kernels(opt_names)), opt_tensors
+
+
+def with_training_assumption(g: Graph, b: GraphBuilder, params: list[Param], spec: TrainSpec) -> Graph:
+    """``g`` with the ``training`` assumption of ``spec`` over ``params`` (their count and elements)."""
+    elements = sum(prod(b.shape(p.tensor)) for p in params)
+    return replace(g, assumptions=g.assumptions + (spec.assumption(len(params), elements),))
 
 
 def ancestors(nodes: list[Node], tensors: set[str]) -> set[str]:

@@ -36,11 +36,9 @@ from ..common.errors import CaptureError, NoRuleError
 from ..common.training import (
     Param,
     TrainSpec,
-    ancestors,
-    emit_optimizer,
-    mark_phases,
-    optimizer_kernels,
+    build_step,
     rename_tensors,
+    with_training_assumption,
 )
 from ..common.validation import compare, graph_bytes, skipped
 from .capture import DEFAULT_BUDGET, Program, _np, _param_names, input_hints, load_program
@@ -150,25 +148,13 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
         if not isinstance(gr, str):
             raise CaptureError(f"{prog.name}: --train: parameter {label} gets no gradient from the loss")
         params.append(Param(w, gr, label))
-    forward = ancestors(b.nodes, {model_out})
-    loss_nodes = ancestors(b.nodes, {loss_t}) - forward
-    opt_names: list[str] = []
-    opt_tensors: list[dict[str, str]] = [{} for _ in params]
-    if spec.optimizer == "none":
-        outputs = [loss_t] + [p.grad for p in params]
-    else:
-        updated, opt_names, opt_tensors = emit_optimizer(b, params, spec)
-        outputs = [loss_t] + updated
     producer = Producer("solar-io", __version__, "jax", jax.__version__, prog.name, prog.sha256)
-    g = b.build(outputs, name=Path(prog.name).stem + ".train", producer=producer)
-    g = mark_phases(g, forward, loss_nodes, set(opt_names), optimizer_kernels(opt_names))
+    g, opt_tensors = build_step(b, params, spec, loss_t, {model_out}, producer, Path(prog.name).stem + ".train")
     names = {t.name for t in g.tensors}
     final = b.output_names[1:] if spec.optimizer == "none" else [p.grad for p in params]
     mapping = {o: f"{p.label}.grad" for p, o in zip(params, final, strict=True)
                if o in names and f"{p.label}.grad" not in names}
-    g = rename_tensors(g, mapping)
-    elements = sum(int(np.prod(b.shape(p.tensor))) for p in params)
-    g = replace(g, assumptions=g.assumptions + (spec.assumption(len(params), elements),))
+    g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
     if spec.recompute:
         from ..common.recompute import recompute
 

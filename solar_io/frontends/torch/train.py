@@ -34,7 +34,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -45,11 +44,9 @@ from ..common.errors import CaptureError, NoRuleError
 from ..common.training import (
     Param,
     TrainSpec,
-    ancestors,
-    emit_optimizer,
-    mark_phases,
-    optimizer_kernels,
+    build_step,
     rename_tensors,
+    with_training_assumption,
 )
 from ..common.validation import graph_bytes, skipped
 from . import gqa_attention  # noqa: F401  (registers solar_io::masked_attention)
@@ -240,18 +237,9 @@ def _build(ep: Any, lowered: Lowered, source: Source, spec: TrainSpec
             params.append(Param(weights[s.target], fx[s.arg.name], _label(str(s.target))))
     if not params:
         raise CaptureError(f"{source.name}: --train: no parameter gets a gradient from the loss")
-    forward = ancestors(b.nodes, set(model_out))
-    loss = ancestors(b.nodes, {loss_t}) - forward
-    opt_names: list[str] = []
-    opt_tensors: list[dict[str, str]] = [{} for _ in params]
-    if spec.optimizer == "none":
-        outputs = [loss_t] + [p.grad for p in params]
-    else:
-        updated, opt_names, opt_tensors = emit_optimizer(b, params, spec)
-        outputs = [loss_t] + updated
     producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
-    g = b.build(outputs, name=Path(source.name).stem + ".train", producer=producer)
-    g = mark_phases(g, forward, loss, set(opt_names), optimizer_kernels(opt_names))
+    g, opt_tensors = build_step(b, params, spec, loss_t, set(model_out), producer,
+                                Path(source.name).stem + ".train")
     names = {t.name for t in g.tensors}
     mapping: dict[str, str] = {}
     for p in params:
@@ -262,9 +250,7 @@ def _build(ep: Any, lowered: Lowered, source: Source, spec: TrainSpec
         for p, o in zip(params, b.output_names[1:], strict=True):
             if o != p.grad and o in names and f"{p.label}.grad" not in mapping.values():
                 mapping[o] = f"{p.label}.grad"
-    g = rename_tensors(g, mapping)
-    elements = sum(int(np.prod(b.shape(p.tensor))) for p in params)
-    g = replace(g, assumptions=g.assumptions + (spec.assumption(len(params), elements),))
+    g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
     params = [Param(mapping.get(p.tensor, p.tensor), mapping.get(p.grad, p.grad), p.label) for p in params]
     return g, list(zip(params, opt_tensors, strict=True))
 
