@@ -138,19 +138,25 @@ def _group_mask(ctx: LowerCtx, lay: _Layout, bias: T) -> T:
     raise NoLowering("attention mask whose heads dim is neither 1 nor the query heads")
 
 
-def _forward(ctx: LowerCtx, a: Args, bias: T | None, kernel: str) -> tuple[T, T]:
-    """O and the log-sum-exp rows of one fused attention forward (see the module docstring)."""
+def _masked_scores(ctx: LowerCtx, a: Args, bias: T | None, fused: str) -> tuple[_Layout, set[str], T, float]:
+    """The layout, the tensors that existed before, the scaled, masked scores and the scale of one fused
+    attention kernel (forward, or the backward's recomputation), its nodes marked ``fused``."""
     _check(a)
-    q, k, v = a.query, a.key, a.value
-    lay = _Layout(ctx, q, k, v)
-    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(ctx.shape(q)[-1])
+    lay = _Layout(ctx, a.query, a.key, a.value)
+    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(ctx.shape(a.query)[-1])
     before = set(ctx.b.tensors)
-    attrs = {"causal": bool(a.is_causal), "fused": f"{kernel} forward"}
+    attrs = {"causal": bool(a.is_causal), "fused": fused}
     if bias is not None:
         attrs["mask"] = "boolean" if ctx.dtype(bias) == "bool" else "additive"
     if a.is_causal:
         attrs["causal_work"] = "triangle (tensor density)"
-    x = _masked(ctx, lay, _scores(ctx, lay, k, scale, bool(a.is_causal), attrs), bias)
+    return lay, before, _masked(ctx, lay, _scores(ctx, lay, a.key, scale, bool(a.is_causal), attrs), bias), scale
+
+
+def _forward(ctx: LowerCtx, a: Args, bias: T | None, kernel: str) -> tuple[T, T]:
+    """O and the log-sum-exp rows of one fused attention forward (see the module docstring)."""
+    lay, before, x, _ = _masked_scores(ctx, a, bias, f"{kernel} forward")
+    q, v = a.query, a.value
     mx = ctx.reduce(x, [-1], True, "max", suffix="max")
     e = ctx.ew("exp", ctx.ew("sub", x, mx, suffix="shifted"), suffix="exp")
     sm = ctx.reduce(e, [-1], True, "add", suffix="sum")
@@ -170,21 +176,12 @@ def _forward(ctx: LowerCtx, a: Args, bias: T | None, kernel: str) -> tuple[T, T]
 def _backward(ctx: LowerCtx, a: Args, grad_out: T, bias: T | None, kernel: str, bias_grad: bool = False
               ) -> tuple[T, T, T, T | None]:
     """dQ, dK, dV (and the mask's gradient when ``bias_grad``) of one fused attention backward."""
-    _check(a)
+    lay, before, x, scale = _masked_scores(ctx, a, bias, f"{kernel} backward (scores recomputed)")
     q, k, v = a.query, a.key, a.value
-    lay = _Layout(ctx, q, k, v)
-    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(ctx.shape(q)[-1])
-    before = set(ctx.b.tensors)
-    attrs = {"causal": bool(a.is_causal), "fused": f"{kernel} backward (scores recomputed)"}
-    if bias is not None:
-        attrs["mask"] = "boolean" if ctx.dtype(bias) == "bool" else "additive"
-    if a.is_causal:
-        attrs["causal_work"] = "triangle (tensor density)"
     d_o = lay.group(ctx, grad_out, "dout_grouped")
     o = lay.group(ctx, a.out, "out_grouped")
     rows_shape = list(ctx.shape(lay.q)[:-1])
     lse = ctx.reshape(a.logsumexp, rows_shape + [1], suffix="lse_rows")
-    x = _masked(ctx, lay, _scores(ctx, lay, k, scale, bool(a.is_causal), attrs), bias)
     p = ctx.ew("exp", ctx.ew("sub", x, lse, suffix="shifted"), dtype=ctx.dtype(q), suffix="probs")
     rows = lay.lead + [lay.S]
     st = rows + [lay.T]
