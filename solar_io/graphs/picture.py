@@ -140,6 +140,17 @@ def _edge_label(tensors: tuple[str, ...], size: float) -> str:
     return f"{shown}\n{_size(size)}"
 
 
+def _tree(pic: Picture) -> tuple[dict[str | None, list[str]], dict[str | None, list[Vertex]]]:
+    """{cluster or None (the top): its child clusters} and {cluster or None: its vertices}."""
+    children: dict[str | None, list[str]] = {}
+    for c in pic.clusters:
+        children.setdefault(pic.parents.get(c), []).append(c)
+    members: dict[str | None, list[Vertex]] = {}
+    for v in pic.vertices.values():
+        members.setdefault(v.cluster, []).append(v)
+    return children, members
+
+
 def to_dot(pic: Picture) -> str:
     """Graphviz DOT text (``dot -Tsvg`` draws it)."""
     lines = [f"digraph {_q(pic.name)} {{", "  rankdir=TB; compound=true;",
@@ -147,12 +158,7 @@ def to_dot(pic: Picture) -> str:
              '  edge [fontname="Helvetica", fontsize=8, color="#57606a"];']
     if pic.hardware:
         lines.append(f"  label={_q(f'{pic.name} on {pic.hardware}: colour = what bounds each node')}; labelloc=t;")
-    children: dict[str | None, list[str]] = {}
-    for c in pic.clusters:
-        children.setdefault(pic.parents.get(c), []).append(c)
-    members: dict[str | None, list[Vertex]] = {}
-    for v in pic.vertices.values():
-        members.setdefault(v.cluster, []).append(v)
+    children, members = _tree(pic)
 
     def vertex(v: Vertex, indent: str) -> str:
         shape = ", shape=box3d" if v.id == "collapsed" else ""
@@ -186,12 +192,7 @@ def to_mermaid(pic: Picture) -> str:
     lines = ["flowchart TD"]
     for k, col in COLOURS.items():
         lines.append(f"  classDef {k} fill:{col},stroke:#57606a")
-    children: dict[str | None, list[str]] = {}
-    for c in pic.clusters:
-        children.setdefault(pic.parents.get(c), []).append(c)
-    members: dict[str | None, list[Vertex]] = {}
-    for v in pic.vertices.values():
-        members.setdefault(v.cluster, []).append(v)
+    children, members = _tree(pic)
 
     def emit(cluster: str | None, indent: str) -> None:
         for c in children.get(cluster, []):

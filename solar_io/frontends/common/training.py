@@ -35,6 +35,7 @@ from ...affine import Access
 from ...graph import Assumption, Graph, Node, Producer
 from .builder import GraphBuilder, access
 from .errors import CaptureError
+from .validation import graph_bytes, skipped
 
 LOSSES = ("mse", "ce", "sum")
 OPTIMIZERS = ("sgd", "adamw", "none")
@@ -194,6 +195,24 @@ def with_training_assumption(g: Graph, b: GraphBuilder, params: list[Param], spe
     """``g`` with the ``training`` assumption of ``spec`` over ``params`` (their count and elements)."""
     elements = sum(prod(b.shape(p.tensor)) for p in params)
     return replace(g, assumptions=g.assumptions + (spec.assumption(len(params), elements),))
+
+
+def recomputed_and_unvalidated(g: Graph, spec: TrainSpec, validate: bool, budget: int) -> tuple[Graph, bool]:
+    """``g`` with activation checkpointing applied when ``spec.recompute``, and whether it still needs
+    its numeric check: when not (``--no-validate``, or a step too large to run whole within
+    ``budget`` bytes: steps are validated whole only) its validation record says why."""
+    if spec.recompute:
+        from .recompute import recompute
+
+        g, _ = recompute(g)
+    if not validate:
+        return replace(g, validation=skipped("not requested (--no-validate)")), False
+    need = graph_bytes(g) * 2
+    if need > budget:
+        return replace(g, validation=skipped(
+            f"the training step needs {need / 2**30:.1f} GiB to run whole (--validate-budget "
+            f"{budget / 2**30:.1f} GiB); training steps are validated whole only")), False
+    return g, True
 
 
 def ancestors(nodes: list[Node], tensors: set[str]) -> set[str]:

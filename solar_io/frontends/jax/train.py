@@ -37,10 +37,11 @@ from ..common.training import (
     Param,
     TrainSpec,
     build_step,
+    recomputed_and_unvalidated,
     rename_tensors,
     with_training_assumption,
 )
-from ..common.validation import compare, graph_bytes, skipped
+from ..common.validation import compare, skipped
 from .capture import DEFAULT_BUDGET, Program, _np, _param_names, input_hints, load_program
 from .lower import Lowerer, file_dtype
 
@@ -155,17 +156,9 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
     mapping = {o: f"{p.label}.grad" for p, o in zip(params, final, strict=True)
                if o in names and f"{p.label}.grad" not in names}
     g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
-    if spec.recompute:
-        from ..common.recompute import recompute
-
-        g, _ = recompute(g)
-    if not validate:
-        return replace(g, validation=skipped("not requested (--no-validate)"))
-    need = graph_bytes(g) * 2
-    if need > validate_budget:
-        return replace(g, validation=skipped(
-            f"the training step needs {need / 2**30:.1f} GiB to run whole (--validate-budget "
-            f"{validate_budget / 2**30:.1f} GiB); training steps are validated whole only"))
+    g, check = recomputed_and_unvalidated(g, spec, validate, validate_budget)
+    if not check:
+        return g
     grad_names = [mapping.get(o, o) for o in final] if spec.optimizer == "none" else []
     return replace(g, validation=_validate(g, lw, prog, spec, step, params, opt_tensors, args, grad_names,
                                            g.tensor_map, seed))

@@ -45,10 +45,10 @@ from ..common.training import (
     Param,
     TrainSpec,
     build_step,
+    recomputed_and_unvalidated,
     rename_tensors,
     with_training_assumption,
 )
-from ..common.validation import graph_bytes, skipped
 from . import gqa_attention  # noqa: F401  (registers solar_io::masked_attention)
 from .capture import DEFAULT_BUDGET, _quiet_torch_logs
 from .loader import Source
@@ -206,17 +206,9 @@ def capture_train(source: Source, spec: TrainSpec, *, validate: bool = True, str
         node, op, reason = lowered.opaque[0]
         raise NoRuleError(f"{source.name}: op {op} (node {node}): {reason} (--strict)")
     g, params = _build(ep, lowered, source, spec)
-    if spec.recompute:
-        from ..common.recompute import recompute
-
-        g, _ = recompute(g)
-    if not validate:
-        return replace(g, validation=skipped("not requested (--no-validate)"))
-    need = graph_bytes(g) * 2
-    if need > validate_budget:
-        return replace(g, validation=skipped(
-            f"the training step needs {need / 2**30:.1f} GiB to run whole (--validate-budget "
-            f"{validate_budget / 2**30:.1f} GiB); training steps are validated whole only"))
+    g, check = recomputed_and_unvalidated(g, spec, validate, validate_budget)
+    if not check:
+        return g
     from .train_check import validate_step
 
     return replace(g, validation=validate_step(g, lowered, source, spec, params, n_args, seed))
