@@ -25,7 +25,7 @@ from ..format.versioning import migrate as migrate_doc
 from ..format.yamltext import YamlError, line_of, parse, read_text, write_atomic
 from ..graph import FORMAT_VERSION
 from ..metrics import graph_metrics
-from ..progress import set_quiet
+from ..progress import is_quiet, set_quiet
 from ..resources import schema_issues
 
 #: The commands that live in their own modules, in --help order: name -> (module of solar_io.cli, attribute,
@@ -109,7 +109,8 @@ def _root(
                                  help="Print the version and exit."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, warnings or notes on stderr (errors "
-                                                           "still print); results on stdout are unchanged."),
+                                                           "still print); results on stdout are unchanged (check "
+                                                           "lists errors only)."),
 ) -> None:
     """solar-io: capture a workload into a graph file, then bound it on any chip."""
     if quiet:
@@ -148,9 +149,10 @@ class _Quiet(io.TextIOBase):
         self.real.flush()
 
 
-#: A diagnostic --quiet drops: an optional "PATH: " then "warning:" or "note:". Lists of opaque nodes (work
-#: whose compute is unknown) still print: a bound is never shown without saying what it could not count.
-_DIAGNOSTIC = re.compile(r"^(\S+: )?(warning|note):")
+#: A diagnostic --quiet drops: up to three prefixes ("PATH: ", "PATH:LINE: FIELD: ") then "warning:" or
+#: "note:". Lists of opaque nodes (work whose compute is unknown) still print: a bound is never shown without
+#: saying what it could not count.
+_DIAGNOSTIC = re.compile(r"^(?!error:)(\S+: ){0,3}(warning|note):")
 
 
 def _read(path: Path) -> str:
@@ -179,7 +181,8 @@ def check(files: list[Path] = typer.Argument(..., help="Graph files to check."),
         except GraphError as e:
             issues = e.issues
         for i in issues:
-            typer.echo(i.format(str(f)))
+            if not (i.severity == "warning" and is_quiet()):  # --quiet: errors only
+                typer.echo(i.format(str(f)))
         if any(i.severity == "error" for i in issues):
             bad += 1
         else:
@@ -303,6 +306,8 @@ def migrate(files: list[Path] = typer.Argument(..., help="Graph files of an olde
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
     """Warnings as one line on stderr: a GraphWarning is its text (``FILE:LINE: FIELD: warning: ...``)."""
+    if is_quiet():  # --quiet: no warnings (the newer-minor-version one included), on every command
+        return
     text = str(message) if issubclass(category, GraphWarning) else f"warning: {category.__name__}: {message}"
     print(cap(text), file=sys.stderr)
 
