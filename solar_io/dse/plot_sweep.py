@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .sweep import Shift, format_value
+from .shifts import Shift, format_value
 
 MAX_LINES = 6
 
