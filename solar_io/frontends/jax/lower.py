@@ -2,7 +2,8 @@
 
 ``Lowerer.run(closed_jaxpr, args)`` lowers every equation in order. Calls (``pjit``,
 ``closed_call``, ``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are inlined: their
-sub-jaxpr is walked with its inputs bound to the caller's operands. An equation with no rule
+sub-jaxpr is walked with its inputs bound to the caller's operands (the nodes of a fused attention
+call, ``attention.py``, declare one ``kernel``). An equation with no rule
 (or whose rule raises ``NoLowering``) becomes an opaque node that keeps a function running
 the real primitive, so the whole graph can still be executed and validated. PRNG keys made
 inside the program are held as their uint32 key data; every op that yields keys is opaque.
@@ -11,7 +12,7 @@ inside the program are held as their uint32 key data; every op that yields keys 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -21,6 +22,7 @@ from jax.extend import core as jcore
 from ...dtypes import FRAMEWORK_TO_FILE
 from ..common.builder import GraphBuilder
 from ..common.errors import CaptureError
+from .attention import kernel_of
 from .registry import RULES, NoLowering
 
 #: primitives whose sub-jaxpr is inlined, and the parameter holding it
@@ -61,6 +63,8 @@ class Lowerer:
     #: broadcast_in_dim results -> (source, output dim of each source dim, -1 where it broadcasts)
     bcast: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
     counter: int = 0
+    kernels: int = 0  # fused attention calls lowered so far
+    iota_tables: set[str] = field(default_factory=set)  # constants holding an iota's indices
 
     # ------------------------------------------------------------------ facts
     @property
@@ -149,7 +153,18 @@ class Lowerer:
         if key is not None and key in eqn.params:
             sub = eqn.params[key]
             n = len(sub.jaxpr.invars) if hasattr(sub, "jaxpr") else len(sub.invars)
-            return self.run_closed(sub, ins[len(ins) - n:])
+            fused = kernel_of(eqn)
+            if fused is None:
+                return self.run_closed(sub, ins[len(ins) - n:])
+            start, made = len(self.b.nodes), len(self.b.tensors)  # a fused attention call (attention.py)
+            outs = self.run_closed(sub, ins[len(ins) - n:])
+            self.kernels += 1
+            kid = f"fused_attention_{fused}#{self.kernels}"
+            self.b.nodes[start:] = [replace(nd, kernel=kid) for nd in self.b.nodes[start:]]
+            for t in list(self.b.tensors)[made:]:  # its index tables (a causal mask's iotas) are computed in it
+                if t in self.iota_tables:
+                    self.b.tensors[t].generated = True
+            return outs
         self.eqn = eqn
         self.counter += 1
         fn = RULES.get(name)

@@ -11,9 +11,12 @@ backward into the same jaxpr, which the usual rules lower. The gradient of each 
 not trained); the optimizer's nodes, the phases and the ``training`` assumption come from
 ``frontends/common/training.py`` (phases by data flow: ``forward`` for what the model's output
 depends on, ``loss`` for the rest of what the loss needs, ``backward`` for the rest), and
-``--recompute`` from ``frontends/common/recompute.py``, exactly as for torch.
+``--recompute`` from ``frontends/common/recompute.py``, exactly as for torch. Attention on the math
+path is first rewritten to a fused forward and a fused backward that recomputes the scores
+(``attention.py``; recorded as the assumption ``training``/``attention``), as the torch frontend
+routes ``scaled_dot_product_attention`` to flash attention.
 
-Validation runs the step with ``jax.jit`` on the CPU (loss and gradients), the update with
+Validation runs the user's own step (the math path) with ``jax.jit`` on the CPU (loss and gradients), the update with
 ``optax`` (``adamw`` / ``sgd`` on the same seeded moments, at ``step - 1`` counts; optax's AdamW is
 PyTorch's: ``p - lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)``), and compares the graph's outputs on
 the reference executor.
@@ -42,6 +45,7 @@ from ..common.training import (
     with_training_assumption,
 )
 from ..common.validation import compare, skipped
+from .attention import fuse_attention, fused_assumption
 from .capture import DEFAULT_BUDGET, Program, _np, _param_names, input_hints, load_program
 from .lower import Lowerer, file_dtype
 
@@ -117,7 +121,9 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
         out = first_output(jax.eval_shape(prog.fn, prog.abstract_params, *prog.abstract_inputs))
         targets = _target(out, spec.loss)
         step = step_function(prog, spec.loss)
-        closed = jax.make_jaxpr(step)(prog.abstract_params, *prog.abstract_inputs, *targets)
+        fused_fn, n_fused = fuse_attention(prog.fn, (prog.abstract_params, *prog.abstract_inputs))
+        closed = jax.make_jaxpr(step_function(replace(prog, fn=fused_fn), spec.loss))(
+            prog.abstract_params, *prog.abstract_inputs, *targets)
     except CaptureError:
         raise
     except Exception as e:
@@ -156,6 +162,8 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
     mapping = {o: f"{p.label}.grad" for p, o in zip(params, final, strict=True)
                if o in names and f"{p.label}.grad" not in names}
     g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
+    if n_fused:
+        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused),))
     g, check = recomputed_and_unvalidated(g, spec, validate, validate_budget)
     if not check:
         return g

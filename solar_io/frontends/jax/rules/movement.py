@@ -153,7 +153,9 @@ def iota(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     shape = ctx.out_shape()
     d = eqn.params["dimension"]
     arr = np.broadcast_to(np.arange(shape[d]).reshape([-1 if i == d else 1 for i in range(len(shape))]), shape)
-    return [ctx.data(np.ascontiguousarray(arr).astype(np.dtype(eqn.outvars[0].aval.dtype)), ctx.out_dtype())]
+    out = ctx.data(np.ascontiguousarray(arr).astype(np.dtype(eqn.outvars[0].aval.dtype)), ctx.out_dtype())
+    ctx.iota_tables.add(out)
+    return [out]
 
 
 @rule("rev")

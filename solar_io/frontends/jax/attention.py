@@ -1,0 +1,411 @@
+"""Fused attention of a JAX training step: the math path rewritten to a flash-style kernel pair.
+
+A JAX program spells attention as math (``jax.nn.dot_product_attention``'s XLA path, Flax's
+``dot_product_attention``, or ``softmax(q @ k.T) @ v`` by hand): ``jax.grad`` of it saves the
+``S x T`` probabilities and its backward reads them, which no fused kernel does. Before the step is
+differentiated (``frontends/jax/train.py``), :func:`fuse_attention` finds, in the forward jaxpr,
+every region
+
+    s0 = dot_general(q, k);  x = mod(s0, extras);  p = softmax over axes A of x;  o = dot_general(p, v)
+
+where ``mod`` is pointwise or moves data (a scale, a boolean mask through ``select_n``, an additive
+bias, casts, transposes; its other operands, the *extras*, are computed outside the region), ``p``
+is ``exp(x - c) / sum_A exp(x - c)`` with ``c`` constant along ``A`` (the max-shifted softmax),
+``o`` contracts exactly ``A`` of ``p``, and no value inside the region is used outside it. An extra
+computed from ``iota`` and literals alone (a causal mask) is recomputed inside the kernel, its index
+tables declared ``generated`` (format 1.2: no bytes), as a fused kernel masks from its indices. Each is
+replaced by a ``jax.custom_vjp`` function with the same value:
+
+- forward (the jitted function ``solar_io_fused_attention_forward``): ``x``, the log-sum-exp rows
+  ``lse = max + log(sum exp(x - max))``, ``p = exp(x - lse)``, ``o``; it saves q, k, v, the extras
+  and ``lse``, never ``p``.
+- backward (``solar_io_fused_attention_backward``): ``x`` recomputed from q and k, ``p = exp(x - lse)``,
+  ``dp, dv`` (the transpose of ``o = p v``), ``dx = p * (dp - sum_A p * dp)``, then ``dq, dk`` and the
+  floating extras' gradients (a learned bias) through the transpose of ``mod`` and ``q k^T``.
+
+MACs per call: forward those of the two contractions (``S T E + S T Ev`` per head); backward those
+of the recomputed ``q k^T``, ``dp``, ``dv``, ``dq`` and ``dk``: ``3 S T E + 2 S T Ev`` per
+head, as PyTorch's flash-attention backward. The lowerer (``lower.py``) marks the nodes of each of
+the two jitted calls as one ``kernel`` (format 1.3), so their inner ``S x T`` tensors never cross
+memory in the unfused bound, as with the torch frontend's flash rules. A region that does not match
+is left on the math path. Only the top-level jaxpr, jitted sub-calls and ``jax.checkpoint`` bodies
+are searched (not ``scan``/``while`` bodies).
+
+>>> import jax, jax.numpy as jnp
+>>> def f(q, k, v):
+...     return jax.nn.softmax(q @ k.T / 4.0, axis=-1) @ v
+>>> x = jnp.ones((8, 16))
+>>> g, n = fuse_attention(f, (x, x, x))
+>>> n, bool(jnp.allclose(g(x, x, x), f(x, x, x)))
+(1, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend import core as jcore
+
+from ...graph import Assumption
+
+FORWARD = "solar_io_fused_attention_forward"
+BACKWARD = "solar_io_fused_attention_backward"
+
+#: primitives ``mod`` may hold: pointwise maps and data movement (a fused kernel applies them per tile)
+POINTWISE = frozenset({
+    "mul", "div", "add", "sub", "neg", "max", "min", "select_n", "convert_element_type", "exp", "log", "tanh",
+    "logistic", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims", "and", "or", "not",
+    "ge", "gt", "le", "lt", "eq", "ne", "integer_pow", "abs", "sign", "erf", "copy", "copy_p", "clamp",
+    "square", "sqrt", "rsqrt", "pow", "stop_gradient"})
+#: what the softmax's shift ``c`` may be computed with besides those
+_SHIFT = POINTWISE | {"reduce_max"}
+_JITS = ("pjit", "jit")
+
+
+def kernel_of(eqn: Any) -> str | None:  # noqa: ANN401
+    """``forward``/``backward`` for a call of one of the two fused functions, else None."""
+    if eqn.primitive.name not in _JITS:
+        return None
+    name = str(eqn.params.get("name", ""))
+    return {FORWARD: "forward", BACKWARD: "backward"}.get(name)
+
+
+@dataclass
+class Region:
+    """One matched attention: its contractions, the ``mod`` chain, softmax axes and operands."""
+
+    qk: Any                 # the dot_general equation q k
+    pv: Any                 # the dot_general equation p v
+    p_side: int             # operand index of p in ``pv``
+    chain: list[Any]        # equations of ``mod``, in order, from ``qk``'s output to ``x``
+    x: Any                  # the softmax's input variable
+    axes: tuple[int, ...]   # softmax axes of ``x``
+    extras: list[Any]       # variables ``mod`` reads that the region does not compute
+    eqns: set[int]          # indices of every equation the region replaces (``pv`` included)
+
+
+def _pointwise(eqn: Any, allowed: frozenset[str]) -> bool:  # noqa: ANN401
+    name = eqn.primitive.name
+    if name in _JITS:
+        return all(_pointwise(e, allowed) for e in eqn.params["jaxpr"].jaxpr.eqns)
+    return name in allowed
+
+
+def _producers(jaxpr: Any) -> dict[Any, int]:  # noqa: ANN401
+    return {v: i for i, e in enumerate(jaxpr.eqns) for v in e.outvars}
+
+
+def _users(jaxpr: Any) -> dict[Any, set[int]]:  # noqa: ANN401
+    users: dict[Any, set[int]] = {}
+    for i, e in enumerate(jaxpr.eqns):
+        for v in e.invars:
+            if isinstance(v, jcore.Var):
+                users.setdefault(v, set()).add(i)
+    return users
+
+
+def _through(jaxpr: Any, prod: dict, v: Any, names: Sequence[str]) -> Any:  # noqa: ANN401
+    """The variable ``v`` comes from after skipping equations of ``names`` (one operand each)."""
+    while isinstance(v, jcore.Var) and v in prod and jaxpr.eqns[prod[v]].primitive.name in names:
+        v = jaxpr.eqns[prod[v]].invars[0]
+    return v
+
+
+def _eqn(jaxpr: Any, prod: dict, v: Any, name: str) -> Any:  # noqa: ANN401
+    if isinstance(v, jcore.Var) and v in prod and jaxpr.eqns[prod[v]].primitive.name == name:
+        return jaxpr.eqns[prod[v]]
+    return None
+
+
+def _closure_up(jaxpr: Any, prod: dict, start: Any, allowed: frozenset[str]) -> tuple[set[int], set[int]]:  # noqa: ANN401
+    """(equations reached from ``start`` upwards through ``allowed`` ones, dot_generals at the edge)."""
+    seen, edge, todo = set(), set(), [start]
+    while todo:
+        v = todo.pop()
+        if not isinstance(v, jcore.Var) or v not in prod:
+            continue
+        i = prod[v]
+        e = jaxpr.eqns[i]
+        if e.primitive.name == "dot_general":
+            edge.add(i)
+        elif i not in seen and _pointwise(e, allowed):
+            seen.add(i)
+            todo.extend(e.invars)
+    return seen, edge
+
+
+def _descendants(jaxpr: Any, i: int, within: set[int]) -> set[int]:  # noqa: ANN401
+    """Equations of ``within`` that depend on equation ``i``'s outputs."""
+    live = set(jaxpr.eqns[i].outvars)
+    out = set()
+    for j in sorted(within):
+        e = jaxpr.eqns[j]
+        if j > i and any(isinstance(v, jcore.Var) and v in live for v in e.invars):
+            out.add(j)
+            live.update(e.outvars)
+    return out
+
+
+def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int) -> Region | None:  # noqa: ANN401, C901
+    pv = jaxpr.eqns[j]
+    (lc, rc), _ = pv.params["dimension_numbers"]
+    for side in (0, 1):
+        p = _through(jaxpr, prod, pv.invars[side], ("convert_element_type",))
+        div = _eqn(jaxpr, prod, p, "div")
+        if div is None:
+            continue
+        num, den = div.invars
+        exp = _eqn(jaxpr, prod, num, "exp")
+        red = _eqn(jaxpr, prod, _through(jaxpr, prod, den, ("broadcast_in_dim", "reshape", "convert_element_type")),
+                   "reduce_sum")
+        sub = _eqn(jaxpr, prod, exp.invars[0], "sub") if exp is not None else None
+        if sub is None or red is None or red.invars[0] is not num:
+            continue
+        axes = tuple(sorted(int(a) for a in red.params["axes"]))
+        x, c = sub.invars
+        xs, cs = tuple(x.aval.shape), tuple(np.shape(c.aval) if hasattr(c, "aval") else ())
+        if cs and (len(cs) != len(xs) or any(cs[a] != 1 for a in axes)):
+            continue  # the shift must be constant along the softmax axes
+        if tuple(pv.invars[side].aval.shape) != xs or \
+                tuple(sorted(int(a) for a in (lc if side == 0 else rc))) != axes:
+            continue  # p v must contract exactly the softmax axes
+        up, edge = _closure_up(jaxpr, prod, x, POINTWISE)
+        if len(edge) != 1:
+            continue
+        (q_i,) = edge
+        chain = _descendants(jaxpr, q_i, up)
+        if x not in set(jaxpr.eqns[q_i].outvars) and prod.get(x) not in chain:
+            continue
+        shift_up, _ = _closure_up(jaxpr, prod, c, _SHIFT)
+        shift = _descendants(jaxpr, q_i, shift_up)
+        softmax = {prod[sub.outvars[0]], prod[num], prod[red.outvars[0]], prod[p]}
+        softmax |= _between(jaxpr, prod, den, red) | _between(jaxpr, prod, pv.invars[side], div)
+        region = {q_i, j} | chain | shift | softmax
+        if any(jaxpr.eqns[i].primitive.name not in _SHIFT | {"dot_general", "reduce_sum", "exp", "div"}
+               and not _pointwise(jaxpr.eqns[i], POINTWISE) for i in region):
+            continue
+        inner = {v for i in region - {j} for v in jaxpr.eqns[i].outvars}
+        if inner & outs or any(users.get(v, set()) - region for v in inner):
+            continue  # a value of the region is used elsewhere (attention weights returned, say)
+        v_op = pv.invars[1 - side]
+        qk = jaxpr.eqns[q_i]
+        if v_op in inner or any(o in inner for o in qk.invars):
+            continue
+        extras = list(dict.fromkeys(v for i in sorted(chain) for v in jaxpr.eqns[i].invars
+                                    if isinstance(v, jcore.Var) and v not in inner))
+        made = set()  # extras computed from indices alone (a causal mask): the kernel makes them itself
+        for e in list(extras):
+            anc = _generated(jaxpr, prod, e)
+            if anc is not None:
+                made |= anc
+                extras.remove(e)
+        return Region(qk, pv, side, [jaxpr.eqns[i] for i in sorted(chain | made)], x, axes, extras, region)
+    return None
+
+
+def _generated(jaxpr: Any, prod: dict, v: Any) -> set[int] | None:  # noqa: ANN401
+    """The equations computing ``v`` when they read only literals and ``iota`` (pointwise or moving
+    data), else None."""
+    found: set[int] = set()
+    todo = [v]
+    while todo:
+        u = todo.pop()
+        if isinstance(u, jcore.Literal):
+            continue
+        if u not in prod:
+            return None  # an input or a constant of the program
+        i = prod[u]
+        if i in found:
+            continue
+        if not _pointwise(jaxpr.eqns[i], POINTWISE | {"iota"}):
+            return None
+        found.add(i)
+        todo.extend(jaxpr.eqns[i].invars)
+    return found
+
+
+def _between(jaxpr: Any, prod: dict, v: Any, stop: Any) -> set[int]:  # noqa: ANN401
+    """Indices of the one-operand equations from ``v`` up to (not including) equation ``stop``."""
+    out = set()
+    while isinstance(v, jcore.Var) and v in prod and jaxpr.eqns[prod[v]] is not stop:
+        out.add(prod[v])
+        v = jaxpr.eqns[prod[v]].invars[0]
+    return out
+
+
+def find_regions(jaxpr: Any) -> dict[int, Region]:  # noqa: ANN401
+    """{index of the ``p v`` equation: its region} of every attention in ``jaxpr`` (no nesting)."""
+    prod, users = _producers(jaxpr), _users(jaxpr)
+    outs = {v for v in jaxpr.outvars if isinstance(v, jcore.Var)}
+    found: dict[int, Region] = {}
+    taken: set[int] = set()
+    for j, e in enumerate(jaxpr.eqns):
+        if e.primitive.name != "dot_general":
+            continue
+        r = _match(jaxpr, prod, users, outs, j)
+        if r is not None and not r.eqns & taken:
+            found[j] = r
+            taken |= r.eqns
+    return found
+
+
+def _bind(eqn: Any, args: Sequence[Any]) -> list[Any]:  # noqa: ANN401
+    from jax._src import source_info_util
+
+    params = eqn.primitive.get_bind_params(eqn.params)
+    with source_info_util.user_context(eqn.source_info.traceback), eqn.ctx.manager:
+        out = eqn.primitive.bind(*args, **params)
+    return list(out) if eqn.primitive.multiple_results else [out]
+
+
+def _replay(r: Region, s0: Any, extras: Sequence[Any]) -> Any:  # noqa: ANN401
+    """``mod(s0, extras)``: the region's chain evaluated on new values."""
+    env = dict(zip(r.extras, extras, strict=True))
+    env[r.qk.outvars[0]] = s0
+    for e in r.chain:
+        args = [v.val if isinstance(v, jcore.Literal) else env[v] for v in e.invars]
+        env.update(zip(e.outvars, _bind(e, args), strict=True))
+    return env[r.x]
+
+
+def _named(fn: Callable, name: str) -> Callable:
+    fn.__name__ = fn.__qualname__ = name
+    return jax.jit(fn)
+
+
+def fused(r: Region) -> Callable[..., Any]:
+    """The custom-VJP function ``(q, k, v, *extras) -> o`` of region ``r`` (module docstring)."""
+    axes, side = r.axes, r.p_side
+    p_dtype = r.pv.invars[side].aval.dtype
+    floating = [i for i, v in enumerate(r.extras) if jnp.issubdtype(v.aval.dtype, jnp.inexact)]
+
+    def scores(q: Any, k: Any, extras: Sequence[Any]) -> Any:  # noqa: ANN401
+        return _replay(r, _bind(r.qk, [q, k])[0], extras)
+
+    def attend(p: Any, v: Any) -> Any:  # noqa: ANN401
+        return _bind(r.pv, [p, v] if side == 0 else [v, p])[0]
+
+    def forward(q: Any, k: Any, v: Any, *extras: Any) -> Any:  # noqa: ANN401
+        x = scores(q, k, extras)
+        mx = jnp.max(x, axis=axes, keepdims=True)
+        lse = mx + jnp.log(jnp.sum(jnp.exp(x - mx), axis=axes, keepdims=True))
+        return attend(jnp.exp(x - lse).astype(p_dtype), v), lse
+
+    def backward(q: Any, k: Any, v: Any, lse: Any, d_o: Any, *extras: Any) -> Any:  # noqa: ANN401
+        def of(q: Any, k: Any, *fl: Any) -> Any:  # noqa: ANN401
+            ex = list(extras)
+            for i, e in zip(floating, fl, strict=True):
+                ex[i] = e
+            return scores(q, k, ex)
+
+        x, vjp_scores = jax.vjp(of, q, k, *[extras[i] for i in floating])
+        p = jnp.exp(x - lse)
+        dp, dv = jax.vjp(attend, p.astype(p_dtype), v)[1](d_o)
+        dp = dp.astype(x.dtype)
+        dx = p * (dp - jnp.sum(p * dp, axis=axes, keepdims=True))
+        dq, dk, *d_extras = vjp_scores(dx)
+        return dq, dk, dv, tuple(d_extras)
+
+    fwd_call, bwd_call = _named(forward, FORWARD), _named(backward, BACKWARD)
+
+    @jax.custom_vjp
+    def attention(q: Any, k: Any, v: Any, *extras: Any) -> Any:  # noqa: ANN401
+        return fwd_call(q, k, v, *extras)[0]
+
+    def attention_fwd(q: Any, k: Any, v: Any, *extras: Any) -> Any:  # noqa: ANN401
+        o, lse = fwd_call(q, k, v, *extras)
+        return o, (q, k, v, lse, extras)
+
+    def attention_bwd(res: Any, d_o: Any) -> Any:  # noqa: ANN401
+        q, k, v, lse, extras = res
+        dq, dk, dv, d_fl = bwd_call(q, k, v, lse, d_o, *extras)
+        d_ex: list[Any] = [None] * len(extras)
+        for i, d in zip(floating, d_fl, strict=True):
+            d_ex[i] = d
+        return (dq, dk, dv, *d_ex)
+
+    attention.defvjp(attention_fwd, attention_bwd)
+    return attention
+
+
+def fused_assumption(n: int) -> Assumption:
+    """The ``training`` assumption recording that ``n`` attention calls were fused (module docstring)."""
+    return Assumption("training", "attention", f"{n} attention call(s) on the math path run as a fused forward "
+                      "(writes the output and the log-sum-exp rows, never the S x T probabilities) and a fused "
+                      "backward that recomputes the scores (flash-attention style: +1 score contraction)",
+                      (("fused_attention_calls", n),))
+
+
+def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int]) -> list[Any]:  # noqa: ANN401
+    """Evaluate ``jaxpr`` with every matched attention replaced by :func:`fused` (needed values only)."""
+    regions = find_regions(jaxpr)
+    skip = {i for r in regions.values() for i in r.eqns} - set(regions)
+    count[0] += len(regions)
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, args, strict=True))
+
+    def read(v: Any) -> Any:  # noqa: ANN401
+        return v.val if isinstance(v, jcore.Literal) else env[v]
+
+    for i, e in enumerate(jaxpr.eqns):
+        if i in skip:
+            continue
+        if i in regions:
+            r = regions[i]
+            q, k = (read(v) for v in r.qk.invars)
+            vv = read(r.pv.invars[1 - r.p_side])
+            env[e.outvars[0]] = fused(r)(q, k, vv, *[read(v) for v in r.extras])
+            continue
+        ins = [read(v) for v in e.invars]
+        name = e.primitive.name
+        if name in _JITS:
+            sub = e.params["jaxpr"]
+            outs = _run(sub.jaxpr, sub.consts, ins, count)
+        elif name in ("checkpoint", "remat"):
+            sub = e.params["jaxpr"]
+            fn = jax.checkpoint(lambda *a, sub=sub: _run(sub, (), a, count), prevent_cse=e.params["prevent_cse"],
+                                policy=e.params["policy"])
+            outs = fn(*ins)
+        else:
+            outs = _bind(e, ins)
+        env.update(zip(e.outvars, outs, strict=True))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def fuse_attention(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[Callable[..., Any], int]:
+    """``(fn', n)``: ``fn`` with its ``n`` attention regions fused (``fn`` itself when ``n`` is 0);
+    ``args`` are example (abstract) arguments to trace ``fn`` with; ``fn'`` takes and returns the same trees."""
+    closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
+    out_tree = jax.tree_util.tree_structure(shape)
+    count = [0]
+    if not find_regions(closed.jaxpr) and not _nested(closed.jaxpr):
+        return fn, 0
+
+    def rewritten(*xs: Any) -> Any:  # noqa: ANN401
+        count[0] = 0
+        flat = jax.tree_util.tree_leaves(xs)
+        return jax.tree_util.tree_unflatten(out_tree, _run(closed.jaxpr, closed.consts, flat, count))
+
+    jax.eval_shape(rewritten, *args)
+    if not count[0]:
+        return fn, 0
+    return rewritten, count[0]
+
+
+def _nested(jaxpr: Any) -> bool:  # noqa: ANN401
+    """Whether a jitted or checkpointed sub-jaxpr holds a match."""
+    for e in jaxpr.eqns:
+        if e.primitive.name in _JITS or e.primitive.name in ("checkpoint", "remat"):
+            sub = e.params["jaxpr"]
+            inner = sub.jaxpr if hasattr(sub, "jaxpr") else sub
+            if find_regions(inner) or _nested(inner):
+                return True
+    return False
+
+
+__all__ = ["BACKWARD", "FORWARD", "Region", "find_regions", "fuse_attention", "fused", "fused_assumption", "kernel_of"]
