@@ -7,6 +7,17 @@ rectangle (the causal triangle). Backends scale bytes and work by density, so th
 the work a causal kernel must do (the triangle), never the full rectangle; the QK node records
 ``causal_work: triangle (tensor density)``. Grouped-query attention (fewer K/V heads) splits the query
 heads into (KV head, group) ranks, so K and V are read once per KV head.
+
+An explicit mask (``attn_mask``, boolean or additive: a chunked prefill's offset-causal mask, a
+sliding window, padding) is priced the same way: the (S, T) tensors get density = the share of
+positions the mask keeps (:mod:`.masks`), which a block-sparse flash kernel never undercuts (it
+skips only whole masked blocks). The share comes from the mask's values where the program fixes
+them (its construction from ``arange``/``tril``/``full``, evaluated on the CPU, or values the
+value-specialised capture recorded); for a mask of unknown values (computed from a graph input
+or weight) it is the least any mask with a defined softmax keeps, one key per query row (1/T).
+Either way one ``attention_mask`` assumption per mask says which, with the kept count; the QK
+node records ``masked_work``. Chunk of C = 64 queries after P = 192 cached keys: query i keeps
+P + 1 + i keys, 64 * 193 + 64 * 63 / 2 = 14368 of 64 * 256 = 16384 positions (0.877).
 """
 
 from __future__ import annotations
@@ -15,9 +26,11 @@ import math
 
 import numpy as np
 
+from ....graph import Assumption
 from ...common.builder import access
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
+from .masks import MaskFact, mask_fact
 from .reduce import softmax
 
 
@@ -50,6 +63,15 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
         attrs["dropout_p"] = float(a.dropout_p)  # lowered as inference: dropout is the identity
     if a.is_causal:
         attrs["causal_work"] = "triangle (tensor density)"
+    if grouped and a.attn_mask is not None:
+        ms = list(ctx.shape(a.attn_mask))
+        if len(ms) >= 3 and ms[-3] != 1:
+            raise NoLowering("per-head mask with grouped-query attention")
+    fact = _mask(ctx) if a.attn_mask is not None else None
+    if fact is not None:
+        attrs["masked_work"] = (f"{fact.kept} of {fact.total} mask positions "
+                                f"({'mask values' if fact.known else 'unknown mask: one key per query row'}; "
+                                "tensor density)")
     ctx.b.einsum(scores.name, ctx.op, sc_ranks + [E], [access(q.name, lead + [S, E]),
                  access(k.name, _kv_idx(ctx, k, kv_lead, [Tn, E]))], access(scores.name, sc_ranks), "mul", "add",
                  attrs=attrs, location=ctx.location)
@@ -63,18 +85,23 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
         m = a.attn_mask
         if grouped:
             ms = list(ctx.shape(m))
-            if len(ms) >= 3 and ms[-3] != 1:
-                raise NoLowering("per-head mask with grouped-query attention")
             if len(ms) >= 3:
                 m = ctx.reshape(m, ms[:-3] + [1, 1] + ms[-2:], suffix="mask_grouped")
         x = ctx.ew("where", m, x, float("-inf"), suffix="masked") if ctx.dtype(m) == "bool" else \
             ctx.ew("add", x, m, suffix="masked")
     p = softmax(ctx, x, -1, False, ctx.dtype(x), suffix="probs")
+    kept, own = None, set()
     if a.is_causal:
         n, m = qs[-2], ks[-2]
-        kept = _tril_count(n, m) / (n * m)  # torch's is_causal: tril(ones(n, m))
+        kept, own = _tril_count(n, m) / (n * m), {mask.name}  # torch's is_causal: tril(ones(n, m))
+    elif fact is not None and fact.kept < fact.total:
+        kept = max(fact.kept, 1) / fact.total
+    if kept is not None:  # the (S, T) tensors of this attention; a mask's ranks may name T apart from Tn
+        n, m, sizes = ctx.b.sizes[S], ctx.b.sizes[Tn], ctx.b.sizes
         for name, info in ctx.b.tensors.items():
-            if (name not in before or name == mask.name) and info.ranks and S in info.ranks and Tn in info.ranks:
+            r = info.ranks
+            if (name not in before or name in own) and r and len(r) >= 2 and r[-1] not in (E, Ev) \
+                    and sizes[r[-1]] == m and sizes[r[-2]] == n:
                 info.density = kept
     out_ranks = lead + [S, Ev]
     o = ctx.tensor(out_ranks, out_dtype, "grouped" if grouped else None)
@@ -84,6 +111,32 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     if grouped:
         o = ctx.reshape(o, ctx.out_shape())
     return o
+
+
+def _mask(ctx: LowerCtx) -> MaskFact:
+    """What the current sdpa node's ``attn_mask`` keeps (one evaluation per mask, shared by every
+    attention that uses it); its ``attention_mask`` assumption, counting the calls."""
+    names = [arg.name for arg in ctx.node.target._schema.arguments]
+    i = names.index("attn_mask")
+    node = ctx.node.args[i] if i < len(ctx.node.args) else ctx.node.kwargs["attn_mask"]
+    key = ("attention_mask", node.name)
+    if key not in ctx.data_cache:
+        ctx.data_cache[key] = (mask_fact(node), len(ctx.assumptions))
+        ctx.assumptions.append(None)
+    fact, at = ctx.data_cache[key]
+    calls = 1 + (dict(ctx.assumptions[at].values)["calls"] if ctx.assumptions[at] is not None else 0)
+    if fact.known:
+        detail = (f"attention work counted at the {fact.kept} of {fact.total} positions the mask keeps (its "
+                  "values, fixed by the program's construction of it): a flash kernel skips only masked blocks")
+        if fact.unattended:
+            detail += f"; {fact.unattended} key position(s) no query keeps are still read"
+    else:
+        detail = (f"mask values unknown at capture ({fact.why}): attention work counted at one key per query "
+                  f"row, {fact.kept} of {fact.total} positions, the least any mask with a defined softmax keeps")
+    ctx.assumptions[at] = Assumption("attention_mask", f"mask {node.name} of aten.scaled_dot_product_attention",
+                                     detail, (("calls", calls), ("kept", fact.kept), ("positions", fact.total),
+                                              ("known", fact.known), ("unattended_keys", fact.unattended)))
+    return fact
 
 
 def _tril_count(n: int, m: int) -> int:

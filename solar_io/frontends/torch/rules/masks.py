@@ -1,0 +1,144 @@
+"""What an attention mask keeps: its values where the program fixes them, else the least any mask keeps.
+
+A flash kernel given a causal, offset-causal (chunked prefill) or block-sparse mask skips the
+key blocks the mask hides, so a lower bound may only charge the attention work at the positions
+the mask keeps, never the full S x T rectangle. :func:`mask_fact` decides that share:
+
+- **From its construction.** The mask's fx ancestors are evaluated on the CPU when none is a graph
+  input or weight (``arange`` comparisons, ``tril``/``triu`` of ``ones``/``full``, ``where``, casts;
+  export bakes the step's ``kv_len`` into the graph as a constant). A specialised index
+  (``solar_io::specialised_index``, :mod:`..specialise`) contributes the values the values pass
+  recorded (the graph's ``specialised`` assumption), not its source's.
+- **Unknown values** (a mask computed from a graph input or weight, or larger than ``LIMIT``
+  elements): any mask whose softmax is defined keeps at least one key per query row, and a
+  kernel that reads the mask may skip every other position, so the provable share is ``1 / T``.
+  (A row that keeps nothing has no defined output: torch's math kernel gives NaN.)
+
+Kept entries: ``True`` of a boolean mask; of an additive mask every entry above the dtype's most
+negative finite value (``-inf`` and ``finfo.min``, Hugging Face's fill, add ``exp(.) = 0`` to
+every row that keeps anything; counting them as skippable only lowers the bound).
+
+>>> from torch.fx.experimental.proxy_tensor import make_fx
+>>> g = make_fx(lambda: torch.arange(4)[None, :] <= (torch.arange(2) + 2)[:, None])()
+>>> f = mask_fact(_result(g))
+>>> f.kept, f.total, f.known  # query i sees keys 0..2+i: 3 + 4 of 8
+(7, 8, True)
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils._pytree import tree_map
+
+from ..tables import TABLES
+
+#: Masks (and their ancestors) of more elements than this are not evaluated (their values count as unknown).
+LIMIT = 1 << 27
+
+_RANDOM = ("rand", "randn", "randint", "normal", "uniform", "bernoulli", "multinomial", "randperm", "exponential",
+           "random", "cauchy", "log_normal", "geometric", "poisson", "dropout")
+
+
+@dataclass(frozen=True)
+class MaskFact:
+    """``kept`` of ``total`` mask entries, whether from the mask's values (``known``) or the least any
+    mask keeps; ``unattended`` key positions no query keeps (their K/V are still charged); ``why``
+    names the input a mask of unknown values is computed from."""
+
+    kept: int
+    total: int
+    known: bool
+    unattended: int = 0
+    why: str = ""
+
+    @property
+    def fraction(self) -> float:
+        return self.kept / self.total
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _evaluate(node: torch.fx.Node, memo: dict[torch.fx.Node, Any]) -> Any:
+    if node in memo:
+        return memo[node]
+    if node.op == "placeholder":
+        raise _Unknown(f"graph input {node.name}")
+    if node.op != "call_function":
+        raise _Unknown(f"{node.op} {node.name}")
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor) and val.numel() > LIMIT:
+        raise _Unknown(f"{node.name} has {val.numel()} elements (over {LIMIT})")
+    target = node.target
+    name = getattr(getattr(target, "_schema", None), "name", None) or getattr(target, "__name__", str(target))
+    if name.split("::")[-1].rstrip("_").removesuffix("_like") in _RANDOM:  # CPU draws are not the program's
+        raise _Unknown(f"random op {name}")
+    if target is torch.ops.solar_io.specialised_index.default:
+        out: Any = torch.from_numpy(TABLES[int(node.args[2])].copy())
+    else:
+        def conv(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                return _evaluate(a, memo)
+            if isinstance(a, torch.device) and a.type == "meta":
+                return torch.device("cpu")
+            return a
+
+        args, kwargs = tree_map(conv, tuple(node.args)), tree_map(conv, dict(node.kwargs))
+        if target is operator.getitem:
+            out = args[0][args[1]]
+        else:
+            if "device" in kwargs:
+                kwargs["device"] = torch.device("cpu")
+            try:
+                out = target(*args, **kwargs)
+            except Exception as e:  # an op that will not run on the CPU: its values stay unknown
+                raise _Unknown(f"{name} raised {type(e).__name__}") from e
+    memo[node] = out
+    return out
+
+
+def mask_fact(mask: Any) -> MaskFact:
+    """What the mask given by the fx node ``mask`` keeps (the module docstring); ``mask`` is the fx
+    node of ``attn_mask`` (a tensor whose last two dims are the query and key positions)."""
+    try:
+        values = _evaluate(mask, {})
+        if not isinstance(values, torch.Tensor) or values.dim() < 1:
+            raise _Unknown(f"{mask} is not a tensor")
+    except _Unknown as e:
+        val = mask.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.dim() < 1:
+            raise ValueError(f"attention mask {mask}: no tensor of at least one dimension") from e
+        total = int(val.numel())
+        return MaskFact(total // int(val.shape[-1]), total, False, why=str(e))
+    keys, total = int(values.shape[-1]), int(values.numel())
+    with torch.no_grad():
+        keep = values if values.dtype == torch.bool else values > torch.finfo(values.dtype).min
+        keep = keep.reshape(-1, keys)
+        unattended = int((~keep.any(dim=0)).sum())
+        kept = int(keep.sum())
+    return MaskFact(kept, total, True, unattended)
+
+
+def _selftest() -> bool:
+    """The fraction of an offset-causal mask equals the brute-force count.
+
+    >>> _selftest()
+    True
+    """
+    c, past = 5, 3
+    brute = sum(1 for i in range(c) for j in range(past + c) if j <= past + i)
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    g = make_fx(lambda: torch.full((c, past + c), float("-inf")).triu(past + 1))()
+    return mask_fact(_result(g)).kept == brute == int(np.tril(np.ones((c, past + c)), past).sum())
+
+
+def _result(gm: torch.fx.GraphModule) -> torch.fx.Node:
+    """The node an fx graph returns (doctests)."""
+    return next(n for n in gm.graph.nodes if n.op == "output").args[0]
