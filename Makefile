@@ -45,7 +45,7 @@ run: venv
 # alone on a quiet machine (a probe and the runs checked against it must not share the CPUs).
 # The second run collects only the files that mark a test serial (collecting all of them takes a minute).
 PYTEST_WORKERS ?= auto
-SERIAL_TESTS   := $(shell grep -l 'mark\.serial' tests/test_*.py)
+SERIAL_TESTS   := $(shell grep -rl --include='test_*.py' 'mark\.serial' tests)
 test: venv browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"

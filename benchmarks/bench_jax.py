@@ -3,7 +3,7 @@ Flax decoder, side by side with the PyTorch frontend on the same architectures.
 
 Each row runs in a fresh process (so peak RSS is its own): abstract parameters
 (``jax.eval_shape``), ``jax.make_jaxpr``, lowering, YAML writing, no validation. MACs are
-checked against the hand formulas of tests/test_jax_corpus.py; ``--xla`` also compiles the
+checked against the hand formulas of tests/frontends/jax/test_jax_corpus.py; ``--xla`` also compiles the
 function with XLA (abstract arguments, nothing executed) and prints its cost-analysis FLOPs
 (XLA skips convolution taps that read padding, so it is below ours on ResNet-50).
 

@@ -1,5 +1,5 @@
 # AccelForge, the real consumer of `solar-io export accelforge`, needs Python >= 3.12 and lives
-# in its own environment, .venv-accelforge, that tests/test_export_*.py run
+# in its own environment, .venv-accelforge, that tests/exporters/test_export_*.py run
 # tests/accelforge_check.py with. Built once and cached (rebuilt when this file changes).
 # Without any Python 3.12 the target only says so, and those tests skip with that reason.
 # Included from the Makefile: `include mk/accelforge.mk`.

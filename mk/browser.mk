@@ -1,4 +1,4 @@
-# Debian's Chromium and ChromeDriver for the HTML report's browser test (tests/test_html_browser.py).
+# Debian's Chromium and ChromeDriver for the HTML report's browser test (tests/reports/test_html_browser.py).
 # Installed once where this runs as root with apt-get; anywhere else the test is skipped and says why.
 # By hand: apt-get install -y chromium chromium-driver (and graphviz for `solar-io graph` pictures).
 .PHONY: browser

@@ -1,6 +1,6 @@
 """Run AccelForge (and islpy) on exported files: the real-consumer half of the export tests.
 
-Run by ``tests/test_export_accelforge.py`` and ``tests/test_export_timeloop.py`` under the
+Run by ``tests/exporters/test_export_accelforge.py`` and ``tests/exporters/test_export_timeloop.py`` under the
 ``.venv-accelforge`` interpreter (Python >= 3.12, ``make accelforge-venv``)::
 
     .venv-accelforge/bin/python tests/accelforge_check.py TASKS.json

@@ -41,7 +41,7 @@ def matmul_text() -> str:
 def fast_probe(tmp_path_factory):
     """(spec, path) of this machine from one fast probe (``ProbeConfig.fast()``), shared by the
     session (once per xdist worker that needs it; the modules that use it are also marked
-    ``xdist_group("probe")`` for --dist loadgroup); ``tests/test_hardware_probe.py`` checks the file."""
+    ``xdist_group("probe")`` for --dist loadgroup); ``tests/hardware/test_hardware_probe.py`` checks the file."""
     from solar_io.hardware.probe import ProbeConfig, probe_to_file
 
     path = tmp_path_factory.mktemp("probe") / "cpu.yaml"

@@ -1,4 +1,4 @@
-"""Hand-written graphs for the many-chip tests (tests/test_parallel_*.py)."""
+"""Hand-written graphs for the many-chip tests (tests/backends/parallel/test_parallel_*.py)."""
 
 from __future__ import annotations
 

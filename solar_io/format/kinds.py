@@ -2,7 +2,7 @@
 per node kind the fields it requires and allows.
 
 :mod:`.codec` decodes and encodes by it, :mod:`.versioning` derives ``SINCE`` from it, :mod:`.validate`
-checks a graph's version against it (:func:`fields_too_new`), and ``tests/test_schema.py`` holds the JSON
+checks a graph's version against it (:func:`fields_too_new`), and ``tests/format/test_schema.py`` holds the JSON
 Schema to it. A new optional field is one line here (with its ``since``) plus its codec and meaning.
 
 >>> keys("tensor")

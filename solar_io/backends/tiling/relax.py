@@ -44,7 +44,7 @@ Three facts make a finite integer program a lower bound over all of F:
 
 Groups of several coupled dimensions (a diagonal ``x[I, I]``) use the same bounds with the tuple
 map; when its full space is too large to enumerate and some coordinate leaves the tensor, such a
-group is charged nothing (a valid, weak bound). Tests: ``tests/test_tiling_bound.py``.
+group is charged nothing (a valid, weak bound). Tests: ``tests/backends/tiling/test_tiling_bound.py``.
 """
 
 from __future__ import annotations

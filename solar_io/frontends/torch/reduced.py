@@ -2,7 +2,7 @@
 
 When a graph needs more memory than ``--validate-budget`` to run on the reference executor,
 each *distinct* ATen call of the exported program (same op, argument shapes, dtypes and
-non-tensor arguments) is checked on its own, the way tests/test_torch_rules.py checks a rule:
+non-tensor arguments) is checked on its own, the way tests/frontends/torch/test_torch_rules.py checks a rule:
 the call alone becomes a one-op program (``loader._FnModule``) that goes through the same
 pipeline (export on meta, lowering by the same rule, whole-graph validation against eager
 PyTorch on seeded random inputs). The pipeline is handed in (``capture.capture_source``, through
@@ -92,7 +92,7 @@ class _Call:
     def program(self, shapes: list[tuple[int, ...]], map_ints: bool) -> tuple[Callable, list[Callable]]:
         """The call as a function of its tensors, and makers of random tensors of ``shapes``."""
         target = self.target
-        args = _map_ints(self.args) if map_ints else self.args
+        args = (_range_ints(target, self.args) or _map_ints(self.args)) if map_ints else self.args
         kwargs = {k: (_map_ints(v) if map_ints else v) for k, v in self.kwargs.items()}
 
         def fn(*ts: torch.Tensor) -> Any:
@@ -109,6 +109,34 @@ class _Call:
         top = max(1, min(dims) if dims else 1)
         makers = [_maker(shape, t.dtype, top) for shape, t in zip(shapes, self.tensors, strict=True)]
         return fn, makers
+
+
+_ARANGES = ("aten::arange.default", "aten::arange.start", "aten::arange.start_step")
+
+
+def _range_ints(target: Any, args: tuple) -> tuple | None:
+    """An ``arange``'s arguments at the reduced size of its length, or None for other calls.
+
+    Start and step are values, not sizes: they stay; the end moves to give ``reduced_size(n)``
+    elements (mapping start and end one by one gives another length, often none).
+
+    >>> _range_ints(torch.ops.aten.arange.start, (8192, 8256)), _range_ints(torch.ops.aten.arange.default, (4096,))
+    ((8192, 8208), (16,))
+    >>> _range_ints(torch.ops.aten.arange.start_step, (0, 8192, 64))
+    (0, 1024, 64)
+    """
+    name = getattr(getattr(target, "_schema", None), "name", "")
+    overload = getattr(target, "_overloadname", "")
+    if f"{name}.{overload}" not in _ARANGES:
+        return None
+    nums = list(args[:3] if overload == "start_step" else args[:2] if overload == "start" else args[:1])
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in nums):
+        return None
+    start, end, step = (0, nums[0], 1) if overload == "default" else (*nums, 1)[:3]
+    n = len(range(start, end, step))
+    end = start + reduced_size(n) * step
+    kept = (end,) if overload == "default" else (start, end) if overload == "start" else (start, end, step)
+    return kept + tuple(args[len(nums):])
 
 
 #: Ops whose second argument is a target shape of the same elements (a split or merge of dims).

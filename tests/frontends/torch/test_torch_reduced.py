@@ -1,0 +1,103 @@
+"""Validation per node at reduced sizes, for captures over --validate-budget (frontends/torch/reduced.py)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+from paths import ROOT  # noqa: E402
+
+from solar_io import validate  # noqa: E402
+from solar_io.frontends.torch import reduced  # noqa: E402
+from solar_io.frontends.torch.capture import capture_source  # noqa: E402
+from solar_io.frontends.torch.loader import load_source  # noqa: E402
+from solar_io.frontends.torch.registry import RULES  # noqa: E402
+
+TINY = 1 << 10  # bytes: every corpus model is over this budget
+
+
+def capture(name: str, budget: int = TINY):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return capture_source(load_source(ROOT / "tests" / "models" / f"{name}.py"), validate=True,
+                              validate_budget=budget)
+
+
+def test_reduced_sizes_keep_small_sizes_and_divisors():
+    assert [reduced.reduced_size(s) for s in (1, 7, 16, 17, 4096, 14014, 128256, 50257, 96)] == \
+        [1, 7, 16, 16, 16, 14, 16, 16, 16]
+    # every reduced size divides its size unless no divisor of at least CAP // 4 exists
+    for s in range(17, 2000):
+        r = reduced.reduced_size(s)
+        assert r <= reduced.CAP and (s % r == 0 or max(d for d in range(1, 17) if s % d == 0) < 4)
+
+
+def test_an_over_budget_capture_is_validated_per_distinct_node():
+    g = capture("llama_block").graph
+    v = g.validation
+    assert v.status == "passed" and v.method == "reference-executor per node"
+    assert "validated per node at reduced sizes: " in v.reason and "distinct nodes" in v.reason
+    checked, distinct = (int(x) for x in v.reason.split("reduced sizes: ")[1].split(" distinct")[0].split(" of "))
+    assert 0 < checked <= distinct
+    assert v.reduced_ranks and all(s < g.rank_sizes[r] for r, s in v.reduced_ranks)
+    assert not [i for i in validate(g) if i.severity == "error"]
+
+
+def test_a_wrong_rule_is_caught_at_reduced_sizes(monkeypatch: pytest.MonkeyPatch):
+    """A silu lowered as a sigmoid passes nothing: the per-node check names the op."""
+    def wrong(ctx, a):  # noqa: ANN001, ANN202
+        return ctx.ew("sigmoid", a.self, dtype=ctx.out_dtype())
+
+    key = "aten.silu" if "aten.silu" in RULES else next(k for k in RULES if k.startswith("aten.silu"))
+    monkeypatch.setitem(RULES, key, wrong)
+    v = capture("llama_block").graph.validation
+    assert v.status == "failed" and "aten.silu" in v.reason
+
+
+def test_within_budget_the_whole_graph_is_still_run():
+    v = capture("mlp", budget=2 << 30).graph.validation
+    assert v.status == "passed" and v.method == "reference-executor"
+
+
+def _split_heads_source():
+    from solar_io.frontends.torch.loader import Source, _FnModule
+
+    def split(x):  # (1, 32, 512) -> (1, 32, 16, 32) -> heads first: a view that splits the hidden dim
+        return (x.view(1, 32, 16, 32).transpose(1, 2) * 2.0).reshape(1, 16, 1024)
+
+    return Source(Path("split.py"), "split.py", "0" * 64, lambda: _FnModule(split), lambda: [torch.randn(1, 32, 512)])
+
+
+def test_a_reshape_that_splits_dims_is_checked_at_reduced_sizes():
+    # sizes mapped alike give (1, 16, 16) -> (1, 16, 16, 16), which no view does; the split keeps its
+    # structure instead: the input is (1, 16, 256), the product of the reduced dims it splits into
+    v = capture_source(_split_heads_source(), validate=True, validate_budget=TINY).graph.validation
+    assert v.status == "passed", v.reason
+    assert v.reason.endswith("at reduced sizes, 0 at their own)"), v.reason
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    x.meta["val"] = torch.empty(2, 32, 512, device="meta")
+    split, shapes = reduced.reshape_reduced(reduced._Call(g.call_function(torch.ops.aten.view.default,
+                                                                            (x, [2, 32, 16, -1]))))
+    assert shapes == [(2, 16, 256)] and split.args[1] == [2, 16, 16, 16]
+    merge, shapes = reduced.reshape_reduced(reduced._Call(g.call_function(torch.ops.aten.reshape.default,
+                                                                            (x, [64, 512]))))
+    assert shapes == [(2, 16, 16)] and merge.args[1] == [32, 16]
+    many = g.call_function(torch.ops.aten.view.default, (x, [2, 64, 256]))  # 32 x 512 -> 64 x 256: no one side
+    assert reduced.reshape_reduced(reduced._Call(many)) is None
+
+
+def test_a_wrong_view_rule_is_caught_at_reduced_sizes(monkeypatch: pytest.MonkeyPatch):
+    """A split lowered with its two new dims swapped (a transposed layout) fails its per-node check."""
+    def wrong(ctx, a):  # noqa: ANN001, ANN202
+        *outer, h, e = [int(s) for s in a.size]
+        return ctx.permute(ctx.reshape(a.self, [*outer, e, h]), [*range(len(outer)), len(outer) + 1, len(outer)])
+
+    monkeypatch.setitem(RULES, "aten.view", wrong)
+    v = capture_source(_split_heads_source(), validate=True, validate_budget=TINY).graph.validation
+    assert v.status == "failed" and "aten.view" in v.reason, v.reason
