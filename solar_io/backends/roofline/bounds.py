@@ -83,6 +83,7 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
     dtype_of = {t.name: t.dtype for t in g.tensors}
     sparse = {t.name: t.density for t in g.tensors if t.density is not None and t.density < 1.0}
     repriced: list[tuple[int, str, bool]] = []
+    matrix_peaks = {dt: p.value for dt, p in model.spec.units.get("matrix", {}).items()}
     for idx, (node, m, tr, dbytes) in enumerate(zip(g.nodes, gm.nodes, traffic, dram, strict=True)):
         nbytes = tr.bytes
         mem = dbytes / bw
@@ -97,7 +98,8 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
                                    vector_time=0.0, special_time=0.0, time=mem,
                                    bottleneck="memory" if mem > 0 else "none"))
             continue
-        dtypes = pplan.operand_dtypes.get(idx) or tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs))
+        dtypes = (pplan.operands_on(idx, matrix_peaks)
+                  or tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs)))
         plan = model.plan(dtypes)
         rule = _rule(plan, work[MATRIX], pplan, idx)
         if rule:

@@ -23,16 +23,39 @@ for it unasked. Two rules, each on by default and each switched off by its stric
       ``div`` (value first) with reduce ``none``, one input being the rest of the chain and the
       other the scale, a tensor whose alias root (through views) has fewer elements than the
       product: per-tensor, per-channel or per-block scales broadcast by the access or by views;
+    - any number of *concatenations* (a ``concat`` data movement, e.g. ``torch.stack`` of the low and
+      high nibbles) whose every input is itself a dequantisation chain: each element is kept once;
     - ending in one *cast*: an einsum ``identity`` with reduce ``none`` reading a tensor of a
       low-precision class (``fp8_*``, ``mxfp8`` -> fp8; ``fp6_*`` -> fp6; ``fp4_e2m1``, ``nvfp4``,
       ``mxfp4`` -> fp4; ``int8``, ``uint8`` -> int8; ``int4``) and writing a wider float. A cast
-      with no scale is a dequantisation with scale 1.
+      with no scale is a dequantisation with scale 1;
+    - or ending in one *table lookup* (``lut[codes]``, how references unpack NVFP4 held as packed
+      bytes): a gather whose every index of the table is read from a code tensor, from a float table
+      of at most :data:`.chains.LUT_MAX` (256) elements, where the codes are derived from a graph input of at
+      most 8 bits (``uint8`` bytes of packed ``float4_e2m1fn_x2``, ``int8``, fp8, fp4, int4) through
+      integer casts, moves and the nibble operations the torch frontend lowers (``b & (2**k - 1)``
+      as a remainder, ``b >> s`` of an unsigned byte as a division). The codes carry
+      ``bits = min(ceil(log2 entries), bits left by the masks and shifts)`` bits, and the operand's
+      origin is the float format of that width: <= 4 bits -> ``fp4_e2m1``, <= 6 -> ``fp6_e2m3``,
+      <= 8 -> ``fp8_e4m3`` (the table's values are not in the file; a table of 2**b floats is taken
+      as a b-bit float format, the fastest class a kernel could multiply such codes in). A gather
+      from a larger table (an embedding lookup) or with codes from a wider tensor is no
+      dequantisation and keeps its dtype. The report names the table and the code width.
+
+    A scale's distinct values are counted through the copies that only broadcast or reshape it
+    (``repeat_interleave`` materialises an expanded view) and through its casts (an fp8 scale cast
+    to fp32): the smallest tensor on that path is the scale, and its path joins the chain.
 
     The contraction's compute dtype is then the widest of its operands' *origin* dtypes (an operand
     that is not dequantised keeps its own): ``dequant(fp8) x dequant(fp8) -> fp8``,
     ``bf16 x dequant(fp8) -> bf16``, ``fp32 x dequant(int4) -> fp32`` (and then tf32 by the first
-    rule). An fp8 kernel applies the scales in its loop, so the wide dequantised tensors never
-    cross DRAM: in the unfused bound the chain's nodes join the contraction's kernel, which reads
+    rule). A chip that lists no matrix peak for an origin's class prices that operand at the fastest
+    matrix class it lists that holds every value of the origin (``model.HOLDS``: fp8 on an A100 ->
+    fp16/bf16, fp4 on an H100 -> fp8, int4 on a B200 -> int8), never at a class that cannot hold its
+    values; the report's rule names the class used (``dequant fp8_e4m3 -> fp16``).
+
+    An fp8 kernel applies the scales in its loop, so the wide dequantised tensors never cross DRAM:
+    in the unfused bound the chain's nodes join the contraction's kernel, which reads
     the low-precision tensors and the scales. That holds only when every tensor of the chain is
     read by the chain or the contraction alone and is no graph output; otherwise the operand is
     still priced at its origin class but the chain keeps its own kernels (the report says so).
@@ -44,19 +67,19 @@ nodes form one kernel of the unfused bound.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import prod
 
-from solar_io.affine import Indirect
-from solar_io.dtypes import DTYPES
-from solar_io.graph import Graph, Node
+from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
-from .model import CLASS_OF, compute_class
+from .chains import LOW_CLASSES, LUT_MAX, LUT_ORIGIN, ChainView, Dequant
+from .model import CLASS_OF, HOLDS, compute_class
 
-#: Spec classes a dequantisation chain may start from.
-LOW_CLASSES: tuple[str, ...] = ("fp8", "fp6", "fp4", "int8", "int4")
+#: A spec class -> the graph dtype that stands for it when an origin is priced at another class.
+CLASS_DTYPE: dict[str, str] = {"fp64": "fp64", "fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16",
+                               "fp8": "fp8_e4m3", "fp6": "fp6_e2m3", "fp4": "fp4_e2m1", "int8": "int8",
+                               "int4": "int4"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,22 +93,11 @@ class Policy:
         """One line: which rules are on."""
         tf = ("fp32->tf32 on (fp32 matrix work at the faster of the fp32 and tf32 matrix peaks; --strict-fp32 "
               "turns it off)" if self.tf32 else "fp32->tf32 off (--strict-fp32: fp32 matrix work at fp32 peaks)")
-        dq = ("dequant on (operands dequantised from fp8/fp6/fp4/int8/int4 at their origin's peak, the chain in "
-              "the contraction's kernel; --strict-dequant turns it off)" if self.dequant
+        dq = ("dequant on (operands dequantised from fp8/fp6/fp4/int8/int4, by a cast or by a lookup in a table of "
+              f"at most {LUT_MAX} entries, at their origin's peak or the fastest the chip lists that holds its values, "
+              "the chain in the contraction's kernel; --strict-dequant turns it off)" if self.dequant
               else "dequant off (--strict-dequant: dequantised operands priced as written)")
         return f"{tf}; {dq}"
-
-
-@dataclass(frozen=True, slots=True)
-class Dequant:
-    """One dequantised operand of a contraction: the tensor it reads, the origin dtype of the chain's
-    cast, the low-precision tensors, the scales, and the chain's node indices."""
-
-    operand: str
-    origin: str
-    sources: tuple[str, ...]
-    scales: tuple[str, ...]
-    nodes: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +109,21 @@ class Repriced:
     nodes: tuple[str, ...]
     scales: tuple[str, ...] = ()
     folded: bool = True
+    tables: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """``fp32->tf32: 2 nodes (fc1, fc2)`` or ``dequant fp8_e4m3 -> fp8: mm (scales: s_a, s_b)``."""
+        """``fp32->tf32: 2 nodes (fc1, fc2)`` or ``dequant fp8_e4m3 -> fp8: mm (scales: s_a, s_b)``;
+        a lookup adds ``table lookup: lut (16 entries, 4-bit codes of w), priced as the code width's
+        float format``."""
         shown = ", ".join(self.nodes[:8]) + (" ..." if len(self.nodes) > 8 else "")
         head = f"{len(self.nodes)} nodes ({shown})" if len(self.nodes) > 1 else shown
         extra = []
+        if self.tables:
+            extra.append("table lookup: " + ", ".join(self.tables) + ", priced as the code width's float format")
         if self.scales:
             extra.append("scales: " + ", ".join(self.scales))
         elif self.rule.startswith("dequant"):
-            extra.append("no scale: a plain upcast, scale 1")
+            extra.append("no scale" if self.tables else "no scale: a plain upcast, scale 1")
         if not self.folded:
             extra.append("chain not folded: a dequantised tensor is read elsewhere, its bytes count as written")
         return f"{self.rule}: {head}" + (f" ({'; '.join(extra)})" if extra else "")
@@ -121,6 +138,33 @@ class PrecisionPlan:
     operand_dtypes: dict[int, tuple[str, ...]] = field(default_factory=dict)
     dequants: dict[int, tuple[Dequant, ...]] = field(default_factory=dict)
     absorbed: dict[int, int] = field(default_factory=dict)  # chain node index -> contraction index
+    dequantised: dict[int, tuple[bool, ...]] = field(default_factory=dict)  # per operand: an origin dtype
+
+    def operands_on(self, idx: int, matrix_peaks: Mapping[str, float]) -> tuple[str, ...] | None:
+        """The dtypes contraction ``idx`` is priced from on a chip whose matrix unit lists
+        ``matrix_peaks`` (class -> peak): each origin whose class the unit lacks is replaced by the
+        fastest class listed that holds all its values (``HOLDS``); None when no operand is dequantised.
+
+        >>> plan = PrecisionPlan(Policy(), {0: ("fp8_e4m3", "bf16")}, dequantised={0: (True, False)})
+        >>> plan.operands_on(0, {"fp16": 3.12e14, "bf16": 3.12e14, "int8": 6.24e14})
+        ('fp16', 'bf16')
+        """
+        dts = self.operand_dtypes.get(idx)
+        if dts is None:
+            return None
+        marks = self.dequantised.get(idx, (False,) * len(dts))
+        return tuple(admitted(d, matrix_peaks) if m else d for d, m in zip(dts, marks, strict=True))
+
+
+def admitted(origin: str, matrix_peaks: Mapping[str, float]) -> str:
+    """``origin`` itself when the matrix unit lists its class (or none holds it), else the dtype of the
+    fastest listed class holding every value of it: ``admitted('fp4_e2m1', {'fp8': 2e15, 'bf16': 1e15})
+    == 'fp8_e4m3'``."""
+    c = CLASS_OF.get(origin)
+    if c is None or c in matrix_peaks or (c == "fp6" and "fp8" in matrix_peaks):
+        return origin  # the model itself prices fp6 at the fp8 peaks where a chip lists no fp6
+    wider = [k for k in HOLDS.get(c, ())[1:] if k in matrix_peaks]
+    return CLASS_DTYPE[max(wider, key=lambda k: matrix_peaks[k])] if wider else origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,101 +177,16 @@ class PrecisionRecord:
     repriced: tuple[Repriced, ...] = ()
 
 
-class _Graph:
-    """Producers, consumers and alias roots of one graph, for walking chains backwards."""
-
-    def __init__(self, g: Graph) -> None:
-        self.g = g
-        self.dtype = {t.name: t.dtype for t in g.tensors}
-        self.role = {t.name: t.role for t in g.tensors}
-        self.producer: dict[str, int] = {}
-        self.consumers: dict[str, set[int]] = {}
-        for i, n in enumerate(g.nodes):
-            for a in n.outputs:
-                self.producer.setdefault(a.tensor, i)
-            for a in n.inputs:
-                self.consumers.setdefault(a.tensor, set()).add(i)
-
-    def elements(self, tensor: str) -> int:
-        return prod(self.g.shape(tensor))
-
-    def root(self, tensor: str) -> str:
-        """The tensor a chain of view nodes ends at."""
-        seen = 0
-        while seen < len(self.g.nodes):
-            i = self.producer.get(tensor)
-            n = None if i is None else self.g.nodes[i]
-            if n is None or not (n.kind == "data_movement" and n.view and len(n.inputs) == 1):
-                return tensor
-            tensor = n.inputs[0].tensor
-            seen += 1
-        return tensor
-
-    def is_move(self, n: Node) -> bool:
-        """A view, or a copy/reshape that keeps every element once (permute, transpose, reshape)."""
-        if n.kind != "data_movement" or len(n.inputs) != 1 or len(n.outputs) != 1 or n.movement == "concat":
-            return False
-        if n.view:
-            return True
-        if any(type(e) is Indirect for a in (*n.inputs, *n.outputs) for e in a.index or ()):
-            return False
-        return self.elements(n.inputs[0].tensor) == self.elements(n.outputs[0].tensor) and not n.pad
-
-    def is_cast(self, n: Node) -> str | None:
-        """The origin dtype when ``n`` casts a low-precision tensor to a wider float, else None."""
-        if n.kind != "einsum" or n.map != "identity" or n.reduce not in (None, "none") or len(n.inputs) != 1:
-            return None
-        src, dst = self.dtype[n.inputs[0].tensor], self.dtype[n.outputs[0].tensor]
-        s, d = DTYPES[src], DTYPES[dst]
-        if CLASS_OF.get(src) in LOW_CLASSES and d.family == "float" and d.bits > s.bits:
-            return src
-        return None
-
-    def trace(self, tensor: str, depth: int = 0) -> Dequant | None:
-        """The dequantisation chain that produces ``tensor``, or None (see the module docstring)."""
-        i = self.producer.get(tensor)
-        if i is None or depth > 64:
-            return None
-        n = self.g.nodes[i]
-        if self.is_move(n):
-            d = self.trace(n.inputs[0].tensor, depth + 1)
-            return None if d is None else Dequant(tensor, d.origin, d.sources, d.scales, (*d.nodes, i))
-        origin = self.is_cast(n)
-        if origin is not None:
-            return Dequant(tensor, origin, (self.root(n.inputs[0].tensor),), (), (i,))
-        if n.kind != "einsum" or n.reduce not in (None, "none") or len(n.inputs) != 2 or n.init is not None:
-            return None
-        ins = [a.tensor for a in n.inputs]
-        orders = [(0, 1), (1, 0)] if n.map == "mul" else [(0, 1)] if n.map == "div" else []
-        out = self.elements(n.outputs[0].tensor)
-        for v, s in orders:
-            scale = self.root(ins[s])
-            if self.elements(scale) >= out:
-                continue
-            d = self.trace(ins[v], depth + 1)
-            if d is not None:
-                return Dequant(tensor, d.origin, d.sources, tuple(dict.fromkeys((*d.scales, scale))), (*d.nodes, i))
-        return None
-
-    def exclusive(self, chain: set[int], contraction: int) -> bool:
-        """True when every tensor the chain writes is read only inside it or by the contraction."""
-        inside = chain | {contraction}
-        for i in chain:
-            for a in self.g.nodes[i].outputs:
-                if self.role.get(a.tensor) == "output" or self.consumers.get(a.tensor, set()) - inside:
-                    return False
-        return True
-
-
 def analyse(g: Graph, gm: GraphMetrics, policy: Policy) -> PrecisionPlan:
     """The dequantised operands of every contraction of ``g`` under ``policy`` (none when the dequant
     rule is off) and the chain nodes that join each contraction's kernel."""
     if not policy.dequant:
         return PrecisionPlan(policy)
-    view = _Graph(g)
+    view = ChainView(g)
     operand_dtypes: dict[int, tuple[str, ...]] = {}
     dequants: dict[int, tuple[Dequant, ...]] = {}
     absorbed: dict[int, int] = {}
+    dequantised: dict[int, tuple[bool, ...]] = {}
     claimed: set[int] = set()
     for i, (n, m) in enumerate(zip(g.nodes, gm.nodes, strict=True)):
         if m.flops_matrix <= 0:
@@ -239,11 +198,16 @@ def analyse(g: Graph, gm: GraphMetrics, policy: Policy) -> PrecisionPlan:
         dequants[i] = ds
         operand_dtypes[i] = tuple(found[a.tensor].origin if found[a.tensor] is not None  # type: ignore[union-attr]
                                   else view.dtype[a.tensor] for a in n.inputs)
+        dequantised[i] = tuple(found[a.tensor] is not None for a in n.inputs)
         chain = {v for d in ds for v in d.nodes}
         if view.exclusive(chain, i) and not chain & claimed:
             claimed |= chain
             absorbed.update((v, i) for v in chain)
-    return PrecisionPlan(policy, operand_dtypes, dequants, absorbed)
+            scale_path = {v for d in ds for v in d.scale_nodes} - claimed
+            if scale_path and view.exclusive(chain | scale_path, i):  # a materialised scale joins the kernel too
+                claimed |= scale_path
+                absorbed.update((v, i) for v in scale_path)
+    return PrecisionPlan(policy, operand_dtypes, dequants, absorbed, dequantised)
 
 
 def record(g: Graph, plan: PrecisionPlan, classes: Sequence[tuple[int, str, bool]]) -> PrecisionRecord:
@@ -253,20 +217,22 @@ def record(g: Graph, plan: PrecisionPlan, classes: Sequence[tuple[int, str, bool
     tf32 = [g.nodes[i].name for i, _, on_tf32 in classes if on_tf32]
     if tf32:
         repriced.append(Repriced("fp32->tf32", tuple(tf32)))
-    by_rule: dict[tuple[str, bool], tuple[list[str], list[str]]] = {}
+    by_rule: dict[tuple[str, bool], tuple[list[str], list[str], list[str]]] = {}
     cls = {i: c for i, c, _ in classes}
     folded_into = set(plan.absorbed.values())
     for i, ds in plan.dequants.items():
         origins = "/".join(sorted({d.origin for d in ds}))
         target = cls.get(i) or "/".join(compute_class(plan.operand_dtypes[i]))
         key = (f"dequant {origins} -> {target}", i in folded_into)
-        names, scales = by_rule.setdefault(key, ([], []))
+        names, scales, tables = by_rule.setdefault(key, ([], [], []))
         names.append(g.nodes[i].name)
         scales.extend(s for d in ds for s in d.scales if s not in scales)
-    for (rule, folded), (names, scales) in by_rule.items():
-        repriced.append(Repriced(rule, tuple(names), tuple(scales), folded))
+        tables.extend(t for d in ds for t in d.tables if t not in tables)
+    for (rule, folded), (names, scales, tables) in by_rule.items():
+        repriced.append(Repriced(rule, tuple(names), tuple(scales), folded, tuple(tables)))
     p = plan.policy
     return PrecisionRecord(p.describe(), p.tf32, p.dequant, tuple(repriced))
 
 
-__all__ = ["LOW_CLASSES", "Dequant", "Policy", "PrecisionPlan", "PrecisionRecord", "Repriced", "analyse", "record"]
+__all__ = ["CLASS_DTYPE", "LOW_CLASSES", "LUT_MAX", "LUT_ORIGIN", "Dequant", "Policy", "PrecisionPlan",
+           "PrecisionRecord", "Repriced", "admitted", "analyse", "record"]
