@@ -27,6 +27,7 @@ from ... import __version__
 from ...graph import Graph, Producer, Validation
 from ..common.errors import CaptureError, NoRuleError
 from ..common.validation import skipped
+from .fake_rules import recurrent_shapes
 from .loader import Source, load_source
 from .lower import Lowered, lower
 from .registry import buffer_update_rule, find_rule
@@ -85,7 +86,7 @@ class _Unbacked(Exception):
 
 
 def _export(model: Any, args: list[Any]) -> Any:
-    with warnings.catch_warnings(), _quiet_torch_logs():
+    with warnings.catch_warnings(), _quiet_torch_logs(), recurrent_shapes():
         warnings.simplefilter("ignore")
         with torch.device("meta"):  # tensors the forward creates live on meta too
             return torch.export.export(model, tuple(args), strict=False)
