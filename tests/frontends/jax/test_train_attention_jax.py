@@ -1,0 +1,129 @@
+"""JAX training attention (issue 22): the math path (jax.nn.dot_product_attention, softmax(QK^T)V by hand)
+is captured as a fused forward and a fused backward with recomputed scores (frontends/jax/attention.py):
+MACs by hand and against jax's own backward, each kernel's bytes by hand, no S x T tensor in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+
+from solar_io.backends.traffic.graph import traffic_of  # noqa: E402
+from solar_io.backends.traffic.kernels import kernel_groups, kernel_traffic  # noqa: E402
+from solar_io.frontends.common.training import TrainSpec  # noqa: E402
+from solar_io.frontends.jax.attention import fuse_attention  # noqa: E402
+from solar_io.frontends.jax.capture import load_program  # noqa: E402
+from solar_io.frontends.jax.train import capture_train_file, step_function  # noqa: E402
+from solar_io.metrics import graph_metrics  # noqa: E402
+
+B, S, H, E, D = 2, 10, 4, 8, 32
+
+MODEL = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+B, S, H, E, D = 2, 10, 4, 8, 32
+KIND = "explicit"
+def get_params():
+    r = np.random.default_rng(0)
+    f = lambda *s: jnp.asarray(r.standard_normal(s) * 0.2, jnp.float32)
+    p = {"q": f(D, D), "k": f(D, D), "v": f(D, D), "o": f(D, D)}
+    if KIND == "bias":
+        p["bias"] = f(H, S, S)
+    return p
+def model(p, x):
+    q, k, v = ((x @ p[n]).reshape(B, S, H, E) for n in "qkv")
+    if KIND == "causal":
+        o = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+    elif KIND == "bias":
+        o = jax.nn.dot_product_attention(q, k, v, bias=p["bias"][None])
+    else:
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(E)
+        o = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+    return o.reshape(B, S, D) @ p["o"]
+def get_inputs():
+    return [jnp.asarray(np.random.default_rng(1).standard_normal((B, S, D)), jnp.float32)]
+"""
+
+
+def _kernels(g) -> dict[str, tuple[dict[str, float], dict[str, float]]]:  # noqa: ANN001
+    """{kernel id: (bytes read by root, bytes written)} of the unfused bound's kernels."""
+    gt = traffic_of(g)
+    groups = kernel_groups(g, spans=gt.spans)
+    return {g.nodes[k[0]].kernel or g.nodes[k[0]].name: (dict(t.reads), dict(t.writes))
+            for k, t in zip(groups, kernel_traffic(g, gt.nodes, groups, gt.exposed), strict=True)}
+
+
+def _dot_macs(closed) -> int:  # noqa: ANN001
+    """MACs of every dot_general in a jaxpr (sub-jaxprs included): jax's own count of its program."""
+    total = 0
+    for e in closed.eqns:
+        if e.primitive.name == "dot_general":
+            (lc, _), _ = e.params["dimension_numbers"]
+            total += int(np.prod(e.outvars[0].aval.shape)) * int(np.prod([e.invars[0].aval.shape[i] for i in lc]))
+        for p in e.params.values():
+            sub = getattr(p, "jaxpr", None)
+            if sub is not None:
+                total += _dot_macs(sub)
+    return total
+
+
+@pytest.mark.parametrize("kind", ["explicit", "causal", "bias"])
+def test_attention_step_is_fused(tmp_path: Path, kind: str) -> None:
+    src = tmp_path / "attn.py"
+    src.write_text(MODEL.replace('KIND = "explicit"', f'KIND = "{kind}"'))
+    g = capture_train_file(src, TrainSpec(optimizer="none"))
+    assert g.validation.status == "passed", g.validation.reason  # against jax.jit of the user's math step
+    assert not [n for n in g.nodes if n.kind == "opaque"]
+    assert dict(next(a for a in g.assumptions if a.subject == "attention").values) == {"fused_attention_calls": 1}
+    # MACs by hand: four projections forward; backward their weight gradients and the out projection's input
+    # gradient (x needs none); attention forward QK^T and PV, backward the recomputed QK^T, dP, dV, dQ, dK
+    proj, att = B * S * D * D, B * H * S * S * E
+    macs = graph_metrics(g).macs
+    assert macs == 4 * proj + 5 * proj + 2 * att + 5 * att
+    # against jax's own autodiff of the same step (math path, no recomputation): one QK^T more
+    prog = load_program(src)
+    step = jax.make_jaxpr(step_function(prog, "sum"))(prog.abstract_params, *prog.abstract_inputs)
+    assert macs == _dot_macs(step.jaxpr) + att
+    kb = _kernels(g)
+    (fwd,) = [v for k, v in kb.items() if k.startswith("fused_attention_forward")]
+    (bwd,) = [v for k, v in kb.items() if k.startswith("fused_attention_backward")]
+    q = k = v = o = d_o = B * S * D * 4
+    lse = B * H * S * 4
+    bias = H * S * S * 4 if kind == "bias" else 0  # the learned bias [H, S, T] read once per kernel
+    assert sum(fwd[0].values()) == q + k + v + bias and sum(fwd[1].values()) == o + lse
+    assert sum(bwd[0].values()) == q + k + v + lse + d_o + bias
+    assert sum(bwd[1].values()) == q + k + v + bias  # dQ, dK, dV and the bias gradient summed over B
+    crossing = {t for r, w in kb.values() for t, b in (*r.items(), *w.items()) if b > 0}
+    square = [t for t in crossing if list(g.shape(t)).count(S) >= 2]  # [.., S, T] (no other dim is 10)
+    # no [B, H, S, T] probabilities, scores or mask in memory: only the learned bias [H, S, T] and its gradient
+    # (the kernel's, then jax's transpose of the bias's [None] broadcast: a sum over a size-1 axis)
+    assert sorted(int(np.prod(g.shape(t))) for t in square) == ([H * S * S] * 3 if kind == "bias" else [])
+    assert "bias" in square or kind != "bias"
+
+
+def test_unmatched_attention_stays_on_the_math_path() -> None:
+    # the probabilities are also returned: a fused kernel never writes them, so the region is left as it is
+    def weights_too(q, k, v):  # noqa: ANN001, ANN202
+        p = jax.nn.softmax(q @ k.T, axis=-1)
+        return p @ v, p
+
+    def over_queries(q, k, v):  # noqa: ANN001, ANN202
+        return jax.nn.softmax(q @ k.T, axis=0) @ v  # the softmax is not over the contracted axis
+
+    x = jnp.ones((8, 16))
+    assert fuse_attention(weights_too, (x, x, x))[1] == 0
+    assert fuse_attention(over_queries, (x, x, x))[1] == 0
+    fn, n = fuse_attention(lambda q, k, v: jax.nn.dot_product_attention(q, k, v), (jnp.ones((1, 8, 2, 16)),) * 3)
+    r = np.random.default_rng(0)
+    args = [jnp.asarray(r.standard_normal((1, 8, 2, 16)), jnp.float32) for _ in range(3)]
+    loss = lambda f: lambda *a: f(*a).sum() ** 2  # noqa: E731
+    assert n == 1 and np.allclose(fn(*args), jax.nn.dot_product_attention(*args), atol=1e-5)
+    got = jax.grad(loss(fn), argnums=(0, 1, 2))(*args)
+    want = jax.grad(loss(jax.nn.dot_product_attention), argnums=(0, 1, 2))(*args)
+    assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(got, want, strict=True))
