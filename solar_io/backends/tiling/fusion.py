@@ -45,8 +45,9 @@ from solar_io.metrics import GraphMetrics
 
 from ..traffic.graph import GraphTraffic, traffic_of
 from .einsum import tileable
-from .ilp import TIME_LIMIT, solve_exactly
+from .ilp import TIME_LIMIT
 from .relax import breakpoints, intervals
+from .solver import solve_exactly
 
 CHAIN_BREAKPOINTS = 64  # breakpoints of a chain's shared rank (every integer up to 64; ratio <= 1.1 up to 512)
 
@@ -219,7 +220,7 @@ ENUMERATE_LIMIT = 4096  # residency choices per option searched directly, withou
 def solve_chain(opts: list[ChainOption], capacity: float, time_limit: float | None = TIME_LIMIT,
                 method: str = "auto") -> ChainTiling | None:
     """The minimum-traffic chain tiling among ``opts`` within ``capacity`` bytes (None when no option
-    fits; raises :class:`.ilp.TimeLimitReached` after ``time_limit`` seconds of solver time).
+    fits; raises :class:`.solver.TimeLimitReached` after ``time_limit`` seconds of solver time).
 
     For each option, how many of its non-sigma tensors of each size stay resident: tensors of equal
     size are interchangeable (each saves ``(n_o - 1) b`` traffic and costs ``b`` capacity), so the

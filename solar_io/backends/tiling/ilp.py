@@ -1,33 +1,11 @@
-"""The DRAM traffic bound Q(S) of one einsum as an integer program (PuLP + CBC).
+"""The DRAM traffic bound Q(S) of one einsum: the tiling integer program, refined, and cached.
 
 Q(S) is the optimum of the interval relaxation of :mod:`.relax` (read it for why Q is at most the
-traffic of every grid tiling with any integer tile sizes and any loop order). Decision variables
-(binary unless said otherwise):
-
-- ``x[r,j]``: rank r's tile lies in option ``j`` of its breakpoints (:func:`.relax.intervals`;
-  one per rank: ``sum_j x[r,j] = 1``). Breakpoints are the rank's divisors and powers of two, thinned
-  to a log-spaced subset when a table would exceed ``TABLE_LIMIT``, plus refinement points. Ranks
-  that every operand sees alike are merged first (:func:`.einsum.merge_equivalent`; the merged
-  rank's tiles include every product of the original ones, so merging only relaxes further).
-- Loop order, through reuse sets: ``i[T,r]`` for each operand T and rank r irrelevant to T: loop r
-  is inside T's innermost relevant loop (T's tile stays resident across it). For any order the
-  sets ``I_T`` are suffixes of it, hence nested; conversely a nested family is realised by the
-  order that puts ranks in fewer sets further out. Nesting of each pair: a binary ``d[T,U]`` and
-  ``i[T,r] <= i[U,r] + 1 - d``, ``i[U,r] <= i[T,r] + d``. Letting I_T be any nested family (not
-  necessarily the longest suffix) is a relaxation with the same optimum (larger I_T never costs).
-  ``o[T,r] = 1 - i[T,r]``: r is outside T's innermost relevant loop.
-- ``z[T,r,j] = x[r,j] AND o[T,r]`` (continuous, three inequalities).
-- Capacity table ``y[T,tau]`` (continuous) over the option tuples tau of T's relevant ranks, with
-  marginals ``sum_{tau: tau_r = j} y = x[r,j]``; since the marginals are 0/1, y is the point mass of
-  the chosen options. Coefficient: the footprint bound at the options' smallest tiles
-  (:func:`.relax.footprint_lb`); constraint ``sum <= S``.
-- Traffic table ``w[T,(h,X,tau_X)]`` (continuous) over the options h of T's *window* ranks (those in a
-  non-plain dimension such as ``2*P + R``), the set X of irrelevant ranks outside T's innermost
-  relevant loop and their options; marginals ``x`` for window ranks, ``o[T,r]`` and ``z[T,r,j]`` for
-  irrelevant ranks. Coefficient: the relaxation's traffic of that entry (cover bound times the
-  fractional count ``prod_X N_r / hi_r``, the output ``2M - 1``).
-- Objective: ``sum_T sum w * traffic`` -- no big-M, no linearised exponentials: the optimum is the
-  exact minimum of the relaxation over the option tuples and loop orders.
+traffic of every grid tiling with any integer tile sizes and any loop order). The integer program
+over the options and loop orders is :mod:`.model` (its variables and tables); CBC runs to proven
+optimality through :mod:`.solver`. Breakpoints per rank (:func:`_cands`) are the rank's divisors and
+powers of two, thinned to a log-spaced subset when a table would exceed ``TABLE_LIMIT``, plus
+refinement points.
 
 **Refinement** (:func:`solve`): after each solve, the best tiles inside the chosen options are
 evaluated; while the best of them is more than ``REFINE_TOL`` above Q, the chosen intervals are
@@ -46,33 +24,29 @@ a later refinement solve reaches it, Q is the last proven round's optimum (``sto
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .einsum import Einsum, Operand, cover_bytes, merge_equivalent, split_tile, traffic, working_set
+from .einsum import Einsum, cover_bytes, merge_equivalent, split_tile, traffic, working_set
+from .model import halo_ranks, tiling_ilp
 from .relax import (
     Interval,
     best_relaxed_inside,
     best_tiling_near,
     breakpoints,
     compulsory_lb,
-    cover_lb,
-    exact_plain,
-    footprint_lb,
     intervals,
     relaxed_traffic,
     relaxed_working_set,
 )
+from .solver import STATS, TimeLimitReached, cbc, proven, solve_exactly
 from .sweep import MAX_RANKS, families, sweep
 
-if TYPE_CHECKING:
-    import pulp
+_ilp = tiling_ilp  # the integer program of :mod:`.model` (tests call it by this name)
 
 TABLE_LIMIT = 768     # entries of one capacity table at most (breakpoints are thinned to fit)
 TRAFFIC_LIMIT = 4096  # entries of one traffic table at most
@@ -81,45 +55,6 @@ REFINE_ROUNDS = 6  # ILP solves per einsum at most
 SWEEP_ROUNDS = 24  # rounds at most when the relaxation is small enough to enumerate (:mod:`.sweep`)
 SWEEP_LIMIT = 1 << 20  # option tuples x loop-order families per enumeration round
 REFINE_TOL = 0.01  # stop refining when a tile inside the chosen intervals is within 1% of Q
-
-
-class TimeLimitReached(Exception):
-    """A solve stopped at its time limit before proving optimality."""
-
-
-def _limit(time_limit: float | None) -> float:
-    return math.inf if time_limit is None else time_limit
-
-
-def solve_exactly(prob: pulp.LpProblem, time_limit: float | None, options: tuple[str, ...] = ()) -> bool:
-    """Solve ``prob`` with CBC to proven optimality (gap 0) within ``time_limit`` seconds (None: no
-    limit; 0 or less: give up at once). True when solved, False when infeasible; raises
-    :class:`TimeLimitReached` when stopped at the limit."""
-    if time_limit is not None and time_limit <= 0:
-        raise TimeLimitReached
-    STATS["cbc"] += 1
-    prob.solve(cbc(time_limit, options))
-    return proven(prob)
-
-
-def cbc(time_limit: float | None, options: tuple[str, ...] = ()) -> pulp.LpSolver:
-    """The CBC command for one exact solve (gap 0) with an optional time limit in seconds."""
-    import pulp  # imported only when an ILP is solved: most bounds never need one
-
-    kw = {} if time_limit is None else {"timeLimit": time_limit}
-    return pulp.PULP_CBC_CMD(msg=0, gapRel=0, gapAbs=0, options=list(options), **kw)
-
-
-def proven(prob: pulp.LpProblem) -> bool:
-    """True when CBC proved the solution optimal; raises :class:`TimeLimitReached` when it stopped
-    early (with or without an incumbent); False when the problem is infeasible."""
-    import pulp  # imported only when an ILP is solved: most bounds never need one
-
-    if prob.sol_status == pulp.LpSolutionOptimal:
-        return True
-    if prob.status in (pulp.LpStatusInfeasible, pulp.LpStatusUnbounded):
-        return False
-    raise TimeLimitReached
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,15 +76,13 @@ class Tiling:
     stopped: str = ""                  # why refinement stopped early: '', 'rounds', 'size' or 'time limit'
 
 
+def _limit(time_limit: float | None) -> float:
+    return math.inf if time_limit is None else time_limit
+
+
 _CACHE: dict[tuple, Tiling] = {}
 _TIMED_OUT: dict[tuple, float] = {}  # key -> the time limit its solve reached
 _LOCK = threading.Lock()
-STATS = {"solved": 0, "hits": 0, "timeouts": 0, "cbc": 0}  # cbc: solver runs (einsum and chain ILPs)
-
-
-def _halo(op: Operand, size: dict[str, int]) -> tuple[str, ...]:
-    """Ranks of ``op``'s window dimensions (their covers depend on the tile)."""
-    return tuple(r for g in op.groups if not exact_plain(g, size) for r in g.ranks)
 
 
 def _cands(e: Einsum, keep: dict[str, set[int]], nfam: int) -> tuple[dict[str, tuple[int, ...]], bool]:
@@ -164,8 +97,8 @@ def _cands(e: Einsum, keep: dict[str, set[int]], nfam: int) -> tuple[dict[str, t
             ok = math.prod(len(v) for v in c.values()) * nfam <= SWEEP_LIMIT
         else:
             ok = all(math.prod(len(c[r]) for r in op.ranks) <= TABLE_LIMIT and
-                     math.prod(len(c[r]) for r in _halo(op, size)) * math.prod(1 + len(c[r]) for r in e.irrelevant(op))
-                     <= TRAFFIC_LIMIT for op in e.operands)
+                     math.prod(len(c[r]) for r in halo_ranks(op, size))
+                     * math.prod(1 + len(c[r]) for r in e.irrelevant(op)) <= TRAFFIC_LIMIT for op in e.operands)
         if ok or limit <= 3:
             return c, ok
         limit -= 1 if limit <= 16 else 4
@@ -277,7 +210,7 @@ def _solve(e: Einsum, cap: float, time_limit: float | None = None) -> Tiling:
             if got is not None:
                 got, near = got[:2], got[2]
             else:
-                got = _ilp(e, cap, opts, left)
+                got = tiling_ilp(e, cap, opts, left)
         except TimeLimitReached:
             if rounds == 1:
                 raise
@@ -318,109 +251,6 @@ def _solve(e: Einsum, cap: float, time_limit: float | None = None) -> Tiling:
     found = best_tiling_near(e, cap, final[1], final[2])
     tile = found[1] if found is not None else None
     return _solution_tiling(e, tile, final[2], cap, best_q, max(0.0, gap), rounds, stopped)
-
-
-def _ilp(e: Einsum, cap: float, opts: dict[str, tuple[Interval, ...]], time_limit: float | None
-         ) -> tuple[dict[str, Interval], tuple[str, ...]] | None:
-    """The relaxation's optimum over the option tuples ``opts`` and loop orders: (option per rank,
-    loop order), or None when infeasible."""
-    import pulp  # imported only when an ILP is solved: most bounds never need one
-
-    size = e.size
-    prob = pulp.LpProblem("tiling", pulp.LpMinimize)
-    active = [r for r in e.space if len(opts[r]) > 1]
-    x = {r: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(opts[r]))]
-         for i, r in enumerate(active)}
-    for r in active:
-        prob += pulp.lpSum(x[r]) == 1
-    idx = {r: i for i, r in enumerate(active)}
-    full = dict(size)
-    # Reuse sets: I_T = the loops inside T's innermost relevant loop (all irrelevant to T). The
-    # sets of all operands are suffixes of one loop order, hence nested; conversely any nested
-    # family is realised by ordering ranks by the smallest set holding them.
-    inner: dict[int, dict[str, pulp.LpVariable]] = {}
-    for k, op in enumerate(e.operands):
-        if any(r in x for r in op.ranks):
-            inner[k] = {r: pulp.LpVariable(f"i_{k}_{idx[r]}", cat="Binary") for r in e.irrelevant(op) if r in x}
-    for k1, k2 in itertools.combinations(sorted(inner), 2):
-        shared = set(inner[k1]) | set(inner[k2])
-        if not shared:
-            continue
-        d = pulp.LpVariable(f"d_{k1}_{k2}", cat="Binary")  # 1: I_k1 is inside I_k2
-        for r in shared:
-            a, c = inner[k1].get(r, 0), inner[k2].get(r, 0)
-            prob += a <= c + 1 - d
-            prob += c <= a + d
-    obj: list = []
-    cap_terms: list = []
-    for k, op in enumerate(e.operands):
-        rel = [r for r in op.ranks if r in x]
-        # Capacity table over the relevant ranks: footprints at the options' smallest tiles.
-        tuples = list(itertools.product(*(range(len(opts[r])) for r in rel)))
-        if len(tuples) == 1:
-            cap_terms.append(footprint_lb(op, {r: opts[r][0].lo for r in e.space}, size))
-        else:
-            y = [pulp.LpVariable(f"y_{k}_{i}", 0, 1) for i in range(len(tuples))]
-            prob += pulp.lpSum(y) == 1
-            for p, r in enumerate(rel):
-                for j in range(len(opts[r])):
-                    prob += pulp.lpSum(y[i] for i, tau in enumerate(tuples) if tau[p] == j) == x[r][j]
-            for yi, tau in zip(y, tuples, strict=True):
-                lo = dict(full)
-                lo.update({r: opts[r][j].lo for r, j in zip(rel, tau, strict=True)})
-                cap_terms.append(footprint_lb(op, lo, size) * yi)
-        # Traffic table over window options and (X, options of X).
-        irr = [r for r in e.irrelevant(op) if r in x]
-        halo = [r for r in _halo(op, size) if r in x]
-        o = {r: 1 - inner[k][r] for r in irr} if k in inner else {}
-        irr = [r for r in irr if r in o]
-        z = {}
-        for r in irr:
-            for j in range(len(opts[r])):
-                v = pulp.LpVariable(f"z_{k}_{idx[r]}_{j}", 0, 1)
-                prob += v <= x[r][j]
-                prob += v <= o[r]
-                prob += v >= x[r][j] + o[r] - 1
-                z[(r, j)] = v
-        entries = []
-        for h in itertools.product(*(range(len(opts[r])) for r in halo)):
-            lo = {r: opts[r][0].lo for r in e.space}
-            hi = {r: opts[r][0].hi for r in e.space}
-            lo.update({r: opts[r][j].lo for r, j in zip(halo, h, strict=True)})
-            hi.update({r: opts[r][j].hi for r, j in zip(halo, h, strict=True)})
-            cov = cover_lb(op, lo, hi, size)
-            for xs in itertools.product((False, True), repeat=len(irr)):
-                outside = [r for r, f in zip(irr, xs, strict=True) if f]
-                for tau in itertools.product(*(range(len(opts[r])) for r in outside)):
-                    m = math.prod(size[r] / opts[r][j].hi for r, j in zip(outside, tau, strict=True))
-                    entries.append((h, dict(zip(outside, tau, strict=True)), cov * (2 * m - 1) if op.output
-                                    else cov * m))
-        if len(entries) == 1:
-            obj.append(entries[0][2])
-            continue
-        w = [pulp.LpVariable(f"w_{k}_{i}", 0, 1) for i in range(len(entries))]
-        prob += pulp.lpSum(w) == 1
-        for p, r in enumerate(halo):
-            for j in range(len(opts[r])):
-                prob += pulp.lpSum(wi for wi, en in zip(w, entries, strict=True) if en[0][p] == j) == x[r][j]
-        for r in irr:
-            prob += pulp.lpSum(wi for wi, en in zip(w, entries, strict=True) if r in en[1]) == o[r]
-            for j in range(len(opts[r])):
-                prob += pulp.lpSum(wi for wi, en in zip(w, entries, strict=True) if en[1].get(r) == j) == z[(r, j)]
-        obj.extend(wi * en[2] for wi, en in zip(w, entries, strict=True))
-    scale = max(1.0, cap)
-    prob += pulp.lpSum(cap_terms) * (1.0 / scale) <= cap / scale
-    norm = 1.0 / max(1.0, sum(cover_bytes(op, full, size) for op in e.operands))
-    prob += pulp.lpSum(obj) * norm
-    # Cuts and primal heuristics cost more than they save on these small, table-structured models
-    # (measured: the per-einsum solve time drops 2-4x); optimality is unaffected.
-    if not solve_exactly(prob, time_limit, ("cuts off", "heuristics off")):
-        return None
-    choice = {r: (opts[r][max(range(len(opts[r])), key=lambda j: x[r][j].value() or 0)] if r in x else opts[r][0])
-              for r in e.space}
-    depth = {r: sum(1 for k in inner if r in inner[k] and (inner[k][r].value() or 0) > 0.5) for r in active}
-    order = tuple(sorted(active, key=lambda r: depth[r])) + tuple(r for r in e.space if r not in x)
-    return choice, order
 
 
 __all__ = ["REFINE_ROUNDS", "REFINE_TOL", "STATS", "TABLE_LIMIT", "TIME_LIMIT", "TimeLimitReached", "Tiling", "cbc",
