@@ -12,45 +12,8 @@ Shipped specs live in ``hardware/*.yaml`` (``solar_io/_data/hardware`` in a whee
 CPU; :mod:`solar_io.hardware.cli` is the ``solar-io hw`` command group.
 """
 
+from solar_io.hardware import spec
 from solar_io.hardware.catalog import UnknownHardwareError, known_names, list_specs, load_spec
-from solar_io.hardware.spec import (
-    PEAK_DTYPES,
-    UNIT_CLASSES,
-    Clock,
-    HardwareSpec,
-    HardwareSpecError,
-    Link,
-    MeasuredBandwidth,
-    MeasuredGemm,
-    MemoryLevel,
-    Peak,
-    Source,
-    dump_spec_yaml,
-    load_spec_file,
-    schema,
-    spec_from_dict,
-    write_spec,
-)
+from solar_io.hardware.spec import *  # noqa: F403 - the spec's public names, listed once in its modules
 
-__all__ = [
-    "PEAK_DTYPES",
-    "UNIT_CLASSES",
-    "Clock",
-    "HardwareSpec",
-    "HardwareSpecError",
-    "Link",
-    "MeasuredBandwidth",
-    "MeasuredGemm",
-    "MemoryLevel",
-    "Peak",
-    "Source",
-    "UnknownHardwareError",
-    "dump_spec_yaml",
-    "known_names",
-    "list_specs",
-    "load_spec",
-    "load_spec_file",
-    "schema",
-    "spec_from_dict",
-    "write_spec",
-]
+__all__ = [*spec.__all__, "UnknownHardwareError", "known_names", "list_specs", "load_spec"]

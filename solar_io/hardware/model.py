@@ -27,6 +27,9 @@ UNIT_CLASSES: tuple[str, ...] = ("matrix", "vector", "special")
 #: the dtype classes a peak is given for (fp8 covers its e4m3 and e5m2 forms; see solar_io.dtypes for the file's dtypes)
 PEAK_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
+__all__ = ["LINK_KINDS", "PEAK_DTYPES", "UNIT_CLASSES", "Clock", "HardwareSpec", "HardwareSpecError", "Link",
+           "MeasuredBandwidth", "MeasuredGemm", "MemoryLevel", "Peak", "Source"]
+
 
 class HardwareSpecError(SolarIOError, ValueError):
     """A hardware spec file or mapping is malformed; the message names the file and field."""

@@ -39,13 +39,15 @@ from solar_io.resources import data_file
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few KiB; refuse anything larger than 1 MiB
 
+__all__ = ["load_spec_file", "schema", "spec_from_dict"]
+
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
     from jsonschema import Draft202012Validator
 
     doc = json.loads(data_file("schema", "hardware-v1.schema.json").read_text(encoding="utf-8"))
-    # the shipped schema itself is checked against the metaschema by tests/test_hardware_specs.py, not on every
+    # the shipped schema itself is checked against the metaschema by tests/hardware/test_hardware_specs.py, not on every
     # run (that check costs more than validating a spec)
     return Draft202012Validator(doc)
 

@@ -14,46 +14,11 @@ All numbers are SI: FLOP/s (OP/s for integer dtypes), bytes/s, bytes, Hz.
 
 from __future__ import annotations
 
-from solar_io.hardware.model import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    LINK_KINDS,
-    PEAK_DTYPES,
-    SUPPORTED_MAJOR,
-    UNIT_CLASSES,
-    Clock,
-    HardwareSpec,
-    HardwareSpecError,
-    Link,
-    MeasuredBandwidth,
-    MeasuredGemm,
-    MemoryLevel,
-    Peak,
-    Source,
-)
-from solar_io.hardware.read import MAX_SPEC_BYTES, load_spec_file, schema, spec_from_dict
-from solar_io.hardware.write import dump_spec_yaml, write_spec
+from solar_io.hardware import model, read, write
+from solar_io.hardware.model import *  # noqa: F403 - the names listed once, in model.__all__
+from solar_io.hardware.model import FORMAT_NAME, FORMAT_VERSION, SUPPORTED_MAJOR  # noqa: F401
+from solar_io.hardware.read import *  # noqa: F403
+from solar_io.hardware.read import MAX_SPEC_BYTES  # noqa: F401
+from solar_io.hardware.write import *  # noqa: F403
 
-__all__ = [
-    "FORMAT_NAME",
-    "FORMAT_VERSION",
-    "MAX_SPEC_BYTES",
-    "PEAK_DTYPES",
-    "SUPPORTED_MAJOR",
-    "UNIT_CLASSES",
-    "Clock",
-    "HardwareSpec",
-    "HardwareSpecError",
-    "LINK_KINDS",
-    "Link",
-    "MeasuredBandwidth",
-    "MeasuredGemm",
-    "MemoryLevel",
-    "Peak",
-    "Source",
-    "dump_spec_yaml",
-    "load_spec_file",
-    "schema",
-    "spec_from_dict",
-    "write_spec",
-]
+__all__ = [*model.__all__, *read.__all__, *write.__all__]

@@ -15,6 +15,8 @@ from solar_io.format import yamltext
 from solar_io.hardware.model import HardwareSpec
 from solar_io.hardware.read import spec_from_dict
 
+__all__ = ["dump_spec_yaml", "write_spec"]
+
 
 def dump_spec_yaml(spec: HardwareSpec) -> str:
     """Canonical YAML text of ``spec`` (the core's deterministic emitter: fixed key order, block
