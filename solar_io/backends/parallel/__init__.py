@@ -29,7 +29,9 @@ ep=n   the expert rank of batched expert weights (a weight     all-to-all of the
 pp=n   layers (cuts in node order one activation alone     send/recv of the activations crossing each
        crosses) into n stages balanced by time; a training     cut (and of the gradients going back); the
        step keeps each layer's backward and update on its      step is sum_s t_s + (m-1) max_s t_s:
-       stage; --microbatches m splits the batch rank           bubble (n-1)/m
+       stage; --microbatches m splits the batch rank (a        bubble (n-1)/m; a training step with m > 1
+       training step accumulates the gradients; its            (sol.py) takes max_s(sum_{s'<s} t + m t_s
+       optimizer runs once per step)                           + A_s, m t_s + A_s + O_s): (m+n-1) t
 dp=n   replicates the graph (one replica's batch)              all-reduce of the weight gradients of a
                                                                training graph once per step, overlapping
                                                                the backward pass; none for inference

@@ -276,8 +276,9 @@ def plan(g: Graph, layout: Layout, microbatches: int = 1, node_times: dict[str, 
                      f"input) to {c.rank_sizes[b]}")
     training = any(phase(n) == "backward" for n in c.nodes)
     if training and microbatches > 1:
-        raise ParallelError("--microbatches with a training graph: its optimizer runs once per step, not per "
-                            "microbatch (gradient accumulation is not modelled yet); give --microbatches 1")
+        notes.append(f"microbatches (training): forward and backward run per microbatch (batch / {microbatches}); "
+                     "the weight gradients accumulate over the microbatches and the optimizer runs once per step "
+                     "(sol.py: gradient accumulation)")
     lins = linears(c)
     cons = Constraints(c)
     split, why = _tp(c, cons, lins, layout.tp)

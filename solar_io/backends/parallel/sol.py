@@ -20,13 +20,18 @@ start when the backward does and the optimizer waits for them, so overlapped
 add up over kernels) also ``makespan - T_bwd + C_dp`` (``T_bwd``: the backward bounded on its own, so
 at least its share of the step); serial, ``C_dp`` is added. A training
 graph's stages hold each layer's forward, backward and optimizer nodes (:func:`.plan.plan`);
-activations go forward and gradients back as send/recv.
+activations go forward and gradients back as send/recv. With ``m > 1`` microbatches a training step
+accumulates gradients: each stage's forward and backward run per microbatch (batch / m), its optimizer
+``O_s`` once per step, and every microbatch after the first reads the gradient sums so far (``A_s``,
+unfused only: (m - 1) x the gradient bytes beyond on-chip capacity / DRAM bandwidth); the step is
+``max_s max(sum_{s' < s} t_s' + m t_s + A_s, m t_s + A_s + O_s)`` (:func:`_accumulating_makespan`):
+``(m + p - 1) t`` for equal stages, as 1F1B and GPipe, a bubble of ``(p - 1) / (m + p - 1)`` of the step.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from solar_io.footprint import access_elements
@@ -64,6 +69,10 @@ class StageResult:
     collectives: tuple[Priced, ...]
     weight_bytes: float
     notes: tuple[str, ...] = ()  # the single-chip bound's notes (precision policy, clock, residency)
+    #: a training step with microbatches > 1: the optimizer's work, once per step (``work`` is then the
+    #: forward and backward of one microbatch), and per fidelity the seconds of gradient accumulation per step
+    step_work: dict[str, ChipTime] | None = None
+    accumulation: dict[str, float] = field(default_factory=dict)
 
     @property
     def comm(self) -> float:
@@ -280,24 +289,38 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
     times = {n.name: n.time for n in one.nodes} if one is not None else None
     p = plan(graph, layout, microbatches, times)
     stages = []
+    accumulate = p.training and microbatches > 1
     for s in range(len(p.stages)):
         parts = p.segments(s)
-        graphs = [stage_graph(p, s, f"{graph.name or 'graph'}.stage{s}.{label}", nodes, f)
-                  for label, nodes, f in parts]
+        per_mb, once = parts, []
+        if accumulate:  # the optimizer runs once per step, the rest once per microbatch
+            opt = {n for n in p.stages[s] if phase(p.graph.node_map[n]) == "optimizer"}
+            per_mb = [(label, nodes - opt, f) for label, nodes, f in parts if nodes - opt]
+            once = [(label, nodes & opt, f) for label, nodes, f in parts if nodes & opt]
+        name = graph.name or "graph"
+        graphs = [stage_graph(p, s, f"{name}.stage{s}.{label}", nodes, f) for label, nodes, f in per_mb]
+        opt_graphs = [stage_graph(p, s, f"{name}.stage{s}.optimizer.{label}", nodes, f) for label, nodes, f in once]
         notes: list[str] = []
         work = _compose(graphs, p.graph, chip, bound_options, notes)
+        step_work = _compose(opt_graphs, p.graph, chip, bound_options, notes) if opt_graphs else None
         priced = tuple(price(c, sysm, _groups(layout, c.dim, s), in_network)
-                       for c in _collectives(p, s, parts, graphs))
-        wbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs for t in sg.tensors if t.role == "weight")
+                       for c in _collectives(p, s, parts, graphs + opt_graphs))
+        wbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs + opt_graphs for t in sg.tensors
+                           if t.role == "weight")
+        acc = _accumulation(p, s, graphs, chip, microbatches, bound_options) if accumulate else {}
         stages.append(StageResult(s, len(p.stages[s]), tuple(x[0] for x in parts), work, priced, wbytes,
-                                  tuple(notes)))
+                                  tuple(notes), step_work, acc))
     m = microbatches
     overlapped, serial = {}, {}
     for f in FIDELITIES:
         t_over = [max(st.work[f].time, st.comm) for st in stages]
         t_ser = [st.work[f].time + st.comm for st in stages]
-        make_over = math.fsum(t_over) + (m - 1) * max(t_over)
-        make_ser = math.fsum(t_ser) + (m - 1) * max(t_ser)
+        if accumulate:
+            make_over, make_ser = _accumulating_makespan(stages, t_over, f, m), _accumulating_makespan(
+                stages, t_ser, f, m)
+        else:
+            make_over = math.fsum(t_over) + (m - 1) * max(t_over)
+            make_ser = math.fsum(t_ser) + (m - 1) * max(t_ser)
         dp = max((st.dp_comm for st in stages), default=0.0)
         over = make_over
         for st in stages:  # a stage's gradient all-reduce starts with its backward; the optimizer waits for it
@@ -309,6 +332,39 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
                           _assumptions(p, sysm, stages, in_network), allreduce, measured)
+
+
+def _accumulation(p: Plan, s: int, graphs: list[Graph], chip: HardwareSpec, m: int, opts: dict) -> dict[str, float]:
+    """Seconds per step that stage ``s`` spends accumulating its weight gradients over ``m`` microbatches,
+    per fidelity: the weight-gradient kernel of every microbatch after the first adds into the sum so far,
+    so it reads it once more, (m - 1) x the gradients' bytes, less what on-chip memory could hold (all of
+    the gradients kept on chip the whole step: then nothing); fused (unlimited on-chip memory): 0."""
+    from solar_io.backends.traffic.residency import on_chip_capacity
+
+    made_by = producers(p.graph)
+    here = set(p.stages[s])
+    mine = {t for t in p.gradients if made_by.get(t) in here}
+    nbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs for t in sg.tensors if t.name in mine
+                       and made_by.get(t.name) in {n.name for n in sg.nodes})
+    cap = on_chip_capacity(chip, opts.get("capacity"))[0] if opts.get("residency", True) else 0.0
+    bw = float(chip.dram_bandwidth or 0.0)
+    spill = max(0.0, nbytes - cap) if math.isfinite(cap) else 0.0
+    return {"unfused": (m - 1) * spill / bw if bw else 0.0, "fused": 0.0}
+
+
+def _accumulating_makespan(stages: list[StageResult], t: list[float], f: str, m: int) -> float:
+    """The step of a training pipeline with ``m`` microbatches and gradient accumulation (``t``: each stage's
+    seconds per microbatch, forward and backward with its communication): every stage runs its ``m``
+    microbatches and its accumulation, and cannot start before the first microbatch's forward has passed the
+    earlier stages, nor end before the last gradient has passed them back; its optimizer runs after its own
+    last backward. So ``max_s max(sum_{s' < s} t_s' + m t_s + A_s, m t_s + A_s + O_s)``; with equal stages
+    ``(m + p - 1) t`` (the 1F1B and GPipe schedules): a bubble of (p - 1) / (m + p - 1) of the step."""
+    best = 0.0
+    for i, st in enumerate(stages):
+        busy = m * t[i] + st.accumulation.get(f, 0.0)
+        opt = st.step_work[f].time if st.step_work else 0.0
+        best = max(best, math.fsum(t[:i]) + busy, busy + opt)
+    return best
 
 
 def _backward_time(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, name: str | None) -> float:
@@ -347,6 +403,13 @@ def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool
     lines.append(f"pipeline: {len(stages)} stage(s), {p.microbatches} microbatch(es), bubble (stages-1)/microbatches "
                  f"= {(len(stages) - 1) / p.microbatches:.4g}; stages cut at layer boundaries, balanced by one chip's "
                  "unfused node times")
+    if p.training and p.microbatches > 1:
+        lines.append(f"gradient accumulation: forward and backward per microbatch, the optimizer once per step after "
+                     f"its stage's last backward; every microbatch after the first reads the gradient sums so far "
+                     f"(unfused: (m-1) x the stage's gradient bytes beyond on-chip capacity / DRAM bandwidth; fused: "
+                     f"kept on chip); step = max over stages of max(sum of earlier stages' t + m t_s + A_s, "
+                     f"m t_s + A_s + O_s): equal stages (m+p-1) t, bubble (p-1)/(m+p-1) = "
+                     f"{(len(stages) - 1) / (p.microbatches + len(stages) - 1):.4g} of the step")
     if p.layout.dp > 1 and not p.training:
         lines.append(f"dp={p.layout.dp}: replicas of an inference graph exchange nothing; the step time is one "
                      f"replica's and throughput is {p.layout.dp} x")

@@ -41,6 +41,11 @@ def render(r: ParallelReport) -> str:
             w = st.work[f]
             lines.append(f"  {f:8s} compute {t(w.compute)}  memory {t(w.memory)}  bound {t(w.time)}  "
                          f"communication {t(st.comm)}")
+        if st.step_work:
+            for f in FIDELITIES:
+                w = st.step_work[f]
+                lines.append(f"  {f:8s} optimizer once per step: compute {t(w.compute)}  memory {t(w.memory)}  "
+                             f"bound {t(w.time)}; gradient accumulation {t(st.accumulation.get(f, 0.0))} per step")
         for pc in st.collectives:
             c = pc.collective
             per = "per step" if c.dim in ("dp", "edp") else "per microbatch"
@@ -75,6 +80,9 @@ def document(r: ParallelReport) -> dict[str, Any]:
             "collectives": [{"kind": pc.collective.kind, "dim": pc.collective.dim, "tensor": pc.collective.tensor,
                              "bytes": pc.collective.nbytes, "group": pc.group, "seconds": pc.total,
                              "links": pc.links, "reason": pc.collective.reason} for pc in st.collectives],
+            **({"optimizer_work": {f: {"compute_s": w.compute, "memory_s": w.memory, "time_s": w.time}
+                                   for f, w in st.step_work.items()},
+                "accumulation_s": dict(st.accumulation)} if st.step_work else {}),
         } for st in r.stages],
         "step": {f: {"overlapped_s": r.overlapped[f], "serial_s": r.serial[f],
                      **({"headroom": r.headroom(f)} if r.measured is not None else {})} for f in FIDELITIES},

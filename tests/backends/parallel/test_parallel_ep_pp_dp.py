@@ -96,9 +96,7 @@ def test_dp4_gradient_allreduce_overlaps_the_backward_only():
     assert c_dp > parts["bwd"]  # so the all-reduce is exposed past the backward
     assert r.overlapped["unfused"] == pytest.approx(parts["fwd"] + c_dp + parts["opt"], rel=1e-12)
     assert r.serial["unfused"] == pytest.approx(whole + c_dp, rel=1e-12)
-    assert r.plan.gradients == ("dw",)
-    with pytest.raises(ParallelError, match="optimizer runs once per step"):
-        parallel_bound(g, "h100-sxm", parse_layout("dp=4"), microbatches=2)
+    assert r.plan.gradients == ("dw",)  # with microbatches > 1: test_parallel_accumulation.py
 
 
 def test_inference_dp_adds_no_communication():
