@@ -390,8 +390,8 @@ def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool
         lines.append(f"links: across nodes {out.kind} at {out.bandwidth:.4g} B/s per chip each way "
                      "(one interface per chip, non-blocking fabric)")
     if not any(ln is not None and ln.latency for ln in (up, out)):
-        lines.append("latency: no link latency is published in the specs: 0 s per collective step (bandwidth terms "
-                     "only, still a lower bound)")
+        lines.append("latency: link latency assumed 0 (no vendor datasheet in the specs publishes an NVLink or "
+                     "InfiniBand latency): 0 s per collective step, bandwidth terms only, still a lower bound")
     ar = ("all-reduce reduced in the switches (--allreduce in-network) (n-1)/n B/bw" if in_network else
           "all-reduce 2(n-1)/n B/bw (--allreduce in-network: switches that reduce, NVLink or InfiniBand SHARP, "
           "need half)")

@@ -57,6 +57,7 @@ def test_pp2_training_step_with_four_microbatches_by_hand():
     assert r.serial["unfused"] == pytest.approx(max(m * s_0 + acc + o0, s_0 + m * s_1 + acc, m * s_1 + acc + o1),
                                                 rel=1e-12)
     assert any("gradient accumulation" in a and "bubble (p-1)/(m+p-1) = 0.2" in a for a in r.assumptions)
+    assert any(a.startswith("latency: link latency assumed 0") for a in r.assumptions)  # no spec publishes one
     text = solar_io.backends.parallel.render(r)
     assert "optimizer once per step" in text
 
