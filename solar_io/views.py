@@ -156,7 +156,39 @@ def boundary_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
             if r != t:
                 b = chains.root_bytes(t, b)  # type: ignore[union-attr]
             source[r] = max(source.get(r, 0.0), b)
+    _scatter_reads(g, nodes, chains, source)
     return source
+
+
+def _scatter_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | None,
+                   source: dict[str, float]) -> None:
+    """Reads of a scatter's output are reads of its ``init`` where the scatter did not write.
+
+    A scatter writes only the elements it selects; the rest of its output *is* the ``init``
+    tensor, in place (a static KV cache written by ``index_copy_`` and then attended over). A
+    fused kernel reading that output later reads ``init``'s memory except the written part, so
+    ``init``'s root (an input) is charged ``max(0, largest later read - written)``, never less
+    than its direct reads (already in ``source``). Scatters of scatters pass it on."""
+    tmap = g.tensor_map
+    alias: dict[str, tuple[str, float]] = {}  # scatter output -> (init root, bytes the scatters wrote)
+    for n, m in zip(g.nodes, nodes, strict=True):
+        if n.init is None or not n.outputs:
+            continue
+        r = chains.root[n.init] if chains is not None else n.init
+        base, done = alias.get(r, (r, 0.0))
+        alias[n.outputs[0].tensor] = (base, done + sum(m.bytes_written.values()))
+    if not alias:
+        return
+    later: dict[str, float] = {}
+    for m in nodes:
+        for t, b in m.bytes_read.items():
+            r = chains.root[t] if chains is not None else t
+            if r in alias:
+                later[r] = max(later.get(r, 0.0), b if r == t else chains.root_bytes(t, b))  # type: ignore[union-attr]
+    for out, b in later.items():
+        root, written = alias[out]
+        if tmap[root].role in BOUNDARY_ROLES and tmap[root].role != "output":
+            source[root] = max(source.get(root, 0.0), b - written)
 
 
 def _lost(g: Graph, n: Node, tensor: str) -> float:

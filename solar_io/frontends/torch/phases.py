@@ -14,7 +14,12 @@ Cache kinds (``--cache``):
     Face's ``DynamicCache`` does every step, so the copy is part of the step's work).
 ``static``
     The same inputs; the step returns only the ``seq`` new entries per layer (the writes into a
-    preallocated buffer): no copy of the old entries is charged.
+    preallocated buffer): no copy of the old entries is charged. A Hugging Face model gets
+    transformers' ``StaticCache``: per layer a buffer of ``kv_len + seq`` positions (the smallest
+    ``max_cache_len`` that holds the step, so attention reads no unwritten slot), the step's
+    ``index_copy_`` writes the last ``seq`` (a scatter: only those are charged) and returns them.
+    The fused bound reads the whole buffer input, ``seq`` positions more per layer than the
+    ``kv_len`` a kernel must read (1 of ``kv_len + 1`` in a decode; the step assumption says so).
 ``paged``
     A block table (batch, ceil(kv_len / page_size)) int32 of page numbers and, per layer, page
     pools ``(k_pages, v_pages)`` of shape (batch * pages_per_seq, page_size, kv_heads, head_dim)
@@ -25,8 +30,10 @@ Two kinds of model take part:
 
 - **Hugging Face causal LMs** (a module with a ``config`` that has ``num_hidden_layers``): the
   model is called as ``lm(input_ids=ids, past_key_values=DynamicCache(...), position_ids=...)``
-  with the cache built from the input tensors; ``dynamic`` only (a static or paged HF cache is
-  not an input of its forward, it lives in the cache object).
+  with the cache built from the input tensors: ``dynamic`` (``DynamicCache``) or ``static``
+  (``StaticCache`` over the input buffers, ``cache_position`` given so no length is read from
+  the cache's counter tensor). ``paged`` is refused: transformers has no paged cache that a
+  forward takes (its ``PagedAttentionCache`` lives inside the continuous-batching generate loop).
 - **Plain PyTorch decoders** with a method ``kv_cache_layout() -> (layers, kv_heads, head_dim)``
   and a forward ``forward(ids, past_key_values, block_table=None, cache="dynamic", kv_len=None)``, where
   ``past_key_values`` is a list of per-layer ``(k, v)`` pairs (page pools for ``paged``). The
@@ -132,11 +139,12 @@ class CacheLayout:
     v: tuple[int, int]
 
 
-def cache_tensors(step: Step, layout: CacheLayout, dtype: torch.dtype,
-                  gen: torch.Generator | None = None) -> tuple[torch.Tensor | None, list[tuple[Any, Any]]]:
+def cache_tensors(step: Step, layout: CacheLayout, dtype: torch.dtype, gen: torch.Generator | None = None,
+                  positions: int | None = None) -> tuple[torch.Tensor | None, list[tuple[Any, Any]]]:
     """(block table or None, per-layer (k, v)) for ``step`` on the default device.
 
-    Contiguous caches are (batch, heads, kv_len, dim); paged pools are
+    Contiguous caches are (batch, heads, positions, dim), ``positions`` = kv_len unless given (a
+    Hugging Face static buffer holds the step's slots too); paged pools are
     (batch * pages, page_size, heads, dim) with a permuted int32 block table.
 
     >>> bt, kv = cache_tensors(Step("decode", batch=2, kv_len=5, cache="paged", page_size=4),
@@ -156,8 +164,8 @@ def cache_tensors(step: Step, layout: CacheLayout, dtype: torch.dtype,
         return table, [(rand(n, step.page_size, *layout.k), rand(n, step.page_size, *layout.v))
                        for _ in range(layout.layers)]
     (hk, dk), (hv, dv) = layout.k, layout.v
-    return None, [(rand(step.batch, hk, step.kv_len, dk), rand(step.batch, hv, step.kv_len, dv))
-                  for _ in range(layout.layers)]
+    n = step.kv_len if positions is None else positions
+    return None, [(rand(step.batch, hk, n, dk), rand(step.batch, hv, n, dv)) for _ in range(layout.layers)]
 
 
 def _token_ids(step: Step, vocab: int, gen: torch.Generator | None) -> torch.Tensor:
@@ -190,18 +198,41 @@ class HFStep(nn.Module):
         self.lm, self.step = lm, step
 
     def forward(self, ids: torch.Tensor, *kv: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        s, past = ids.shape[1], self.step.kv_len
+        if self.step.cache == "static":
+            return self._static(ids, kv, s, past)
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.lm.config)
         for i, layer in enumerate(cache.layers[: len(kv) // 2]):
             layer.lazy_initialization(kv[2 * i], kv[2 * i + 1])
             layer.keys, layer.values = kv[2 * i], kv[2 * i + 1]
-        s, past = ids.shape[1], self.step.kv_len
         pos = (torch.arange(s, device=ids.device) + past).unsqueeze(0).expand(ids.shape[0], s)
         with _fixed_shape_masks():
             out = self.lm(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True)
         grown = [t for layer in cache.layers[: len(kv) // 2] for t in (layer.keys, layer.values)]
         return (out.logits, *grown)
+
+    def _static(self, ids: torch.Tensor, kv: tuple[torch.Tensor, ...], s: int, past: int) -> tuple[torch.Tensor, ...]:
+        """A ``StaticCache`` over the input buffers (``past + s`` positions each, the first ``past``
+        filled): the model writes its ``s`` new entries in place; they are returned."""
+        from transformers import StaticCache
+
+        cache = StaticCache(config=self.lm.config, max_cache_len=past + s)
+        layers = cache.layers[: len(kv) // 2]
+        for i, layer in enumerate(layers):
+            if getattr(layer, "is_sliding", False) or getattr(layer, "max_cache_len", past + s) != past + s:
+                raise CaptureError(f"--cache static: layer {i} of the Hugging Face model is a sliding-window layer "
+                                   f"(a rolling buffer of {layer.max_cache_len} positions): use --cache dynamic")
+            layer.lazy_initialization(kv[2 * i], kv[2 * i + 1])
+            layer.keys, layer.values = kv[2 * i], kv[2 * i + 1]
+            layer.cumulative_length = torch.full((), past, dtype=torch.int64, device=ids.device)
+        at = torch.arange(s, device=ids.device) + past
+        pos = at.unsqueeze(0).expand(ids.shape[0], s)
+        with _fixed_shape_masks():
+            out = self.lm(input_ids=ids, past_key_values=cache, position_ids=pos, cache_position=at, use_cache=True)
+        new = [t[:, :, past:] for layer in layers for t in (layer.keys, layer.values)]
+        return (out.logits, *new)
 
 
 @contextmanager
@@ -255,12 +286,16 @@ def step_source(source: Source, step: Step) -> Source:
     and the inputs made by :func:`cache_tensors`. CaptureError naming the file when the model is
     neither a Hugging Face causal LM nor a decoder with ``kv_cache_layout()``."""
     probe = source.model("meta")
+    buffer = step.kv_len  # positions per cache input
     if _is_hf(probe):
-        if step.cache != "dynamic":
-            raise CaptureError(f"{source.name}: --cache {step.cache}: a Hugging Face model's static or paged "
-                               "cache lives inside its cache object, not in the forward's inputs; use --cache "
-                               "dynamic, or a plain decoder taking (k, v) pairs and a block table")
+        if step.cache == "paged":
+            raise CaptureError(f"{source.name}: --cache paged: transformers has no paged KV cache that a model's "
+                               "forward takes (its PagedAttentionCache lives inside the continuous-batching generate "
+                               "loop); use --cache dynamic or static, or a plain decoder taking (k, v) page pools "
+                               "and a block table")
         layout, vocab = _hf_layout(probe)
+        if step.cache == "static":
+            buffer = step.kv_len + int(step.seq or 0)  # StaticCache's max_cache_len: the step's slots included
         wrap: type[nn.Module] = HFStep
     elif callable(getattr(probe, "kv_cache_layout", None)):
         layers, kv_heads, head_dim = (int(x) for x in probe.kv_cache_layout())
@@ -283,7 +318,7 @@ def step_source(source: Source, step: Step) -> Source:
         return named(base_model(), step)
 
     def inputs() -> list[Any]:  # torch's global generator: validation seeds it
-        table, kv = cache_tensors(step, layout, dtype)
+        table, kv = cache_tensors(step, layout, dtype, positions=buffer)
         flat = [t for pair in kv for t in pair]
         return [_token_ids(step, vocab, None), *([table] if table is not None else []), *flat]
 
@@ -326,6 +361,7 @@ def record_step(g: Graph, step: Step) -> Graph:
     if step.kv_len and not cache:
         raise CaptureError(f"{g.name}: the {step.phase} step's graph reads no KV cache input (the model ignored "
                            "past_key_values?)")
-    if step.kv_len and step.cache != "paged" and not any(step.kv_len in g.shape(n) for n in cache):
+    if step.kv_len and step.cache != "paged" and not any({step.kv_len, step.kv_len + int(step.seq or 0)}
+                                                          & set(g.shape(n)) for n in cache):
         raise CaptureError(f"{g.name}: no cache input of the graph has kv_len = {step.kv_len} positions")
     return replace(g, assumptions=(*g.assumptions, step.assumption(cache, written)))

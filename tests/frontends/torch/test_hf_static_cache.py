@@ -1,0 +1,90 @@
+"""Hugging Face decode and chunked prefill over transformers' StaticCache (``--cache static``; phases.py).
+
+A two-layer Llama from a small config (random weights, nothing downloaded): vocabulary V, width D,
+H query and KV key/value heads of HD, feed-forward F. The static buffers hold kv_len + seq
+positions; the model's ``index_copy_`` writes the step's seq and attention reads them all. By hand
+(fp32): the fused kernel reads every weight once (the embedding at the batch's rows), the rotary
+``inv_freq``, the token ids and the kv_len cached positions per layer (the written slots are never
+read: views.py's scatter reads), and writes the logits and the new entries. Skipped without
+transformers (optional extra ``zoo``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from solar_io import graph_metrics  # noqa: E402
+from solar_io.frontends.common.errors import CaptureError  # noqa: E402
+from solar_io.frontends.torch.capture import capture_file  # noqa: E402
+from solar_io.frontends.torch.phases import Step  # noqa: E402
+
+V, D, H, KV, HD, F, LAYERS = 256, 64, 4, 2, 16, 160, 2
+B, L = 2, 20
+FP32, INT64 = 4, 8
+
+HF_MODEL = f"""\
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+def Model():
+    cfg = LlamaConfig(vocab_size={V}, hidden_size={D}, intermediate_size={F}, num_hidden_layers={LAYERS},
+                      num_attention_heads={H}, num_key_value_heads={KV}, max_position_embeddings=4096)
+    cfg._attn_implementation = "sdpa"
+    return LlamaForCausalLM(cfg)
+
+def get_inputs():
+    return [torch.randint(0, {V}, (1, 8))]
+"""
+
+
+@pytest.fixture(scope="module")
+def hf_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("hf_static") / "hf_llama.py"
+    p.write_text(HF_MODEL)
+    return p
+
+
+def _macs(tokens: int, attended: int) -> int:
+    """Projections, SwiGLU and the head per token; QK^T and PV over ``attended`` scores per head."""
+    proj = D * D + 2 * D * KV * HD + D * D + 3 * D * F
+    return tokens * (LAYERS * proj + D * V) + LAYERS * 2 * H * attended * HD
+
+
+def test_static_decode_validates_and_reads_the_cache_once(hf_file: Path) -> None:
+    g = capture_file(hf_file, step=Step("decode", batch=B, kv_len=L, cache="static"))
+    assert g.validation.status == "passed", g.validation.reason
+    m = graph_metrics(g)
+    assert not m.opaque and m.macs == _macs(B, B * (L + 1)) == 215552
+    shapes = {t.name: g.shape(t.name) for t in g.tensors if t.role in ("input", "output")}
+    assert all(shapes[f"{kv}_cache_{i}"] == (B, KV, L + 1, HD) for i in range(LAYERS) for kv in "kv")
+    new = [t.name for t in g.tensors if t.role == "output" and len(g.shape(t.name)) == 4]
+    assert len(new) == 2 * LAYERS and all(shapes[n] == (B, KV, 1, HD) for n in new)
+    scatters = [i for i, n in enumerate(g.nodes) if n.op == "aten.index_copy"]
+    assert len(scatters) == 2 * LAYERS  # each writes its one slot: the new entry read, the slot written, the index
+    assert all(m.nodes[i].bytes == 2 * FP32 * B * KV * HD + INT64 for i in scatters)
+    per_layer = 2 * D + 2 * D * D + 2 * D * KV * HD + 3 * D * F
+    weights = FP32 * (LAYERS * per_layer + D + D * V + B * D)
+    cache = FP32 * LAYERS * 2 * B * KV * L * HD  # kv_len positions: the written slot is never read
+    written = FP32 * LAYERS * 2 * B * KV * HD + FP32 * B * V
+    assert m.boundary_bytes == weights + cache + written + INT64 * B + FP32 * HD // 2 == 434992
+    step = dict(next(a for a in g.assumptions if a.kind == "step").values)
+    assert (step["cache"], step["kv_len"], step["cache_outputs"]) == ("static", L, tuple(new))
+
+
+def test_static_chunked_prefill_is_priced_at_the_mask(hf_file: Path) -> None:
+    c = 4  # queries i = 0..3 see keys 0 .. L + i: 4 * 21 + 6 = 90 of 4 * 24 = 96 per sequence
+    g = capture_file(hf_file, step=Step("prefill", batch=B, seq=c, kv_len=L, cache="static"))
+    assert g.validation.status == "passed", g.validation.reason
+    assert graph_metrics(g).macs == _macs(B * c, B * c * (L + c))  # the rectangle, as FlopCounterMode counts
+    (mask,) = [dict(a.values) for a in g.assumptions if a.kind == "attention_mask"]
+    assert (mask["kept"], mask["positions"], mask["known"]) == (B * 90, B * 96, True)
+
+
+def test_paged_stays_a_clear_error(hf_file: Path) -> None:
+    with pytest.raises(CaptureError, match="no paged KV cache"):
+        capture_file(hf_file, step=Step("decode", kv_len=4, cache="paged"), validate=False)
