@@ -18,8 +18,8 @@ Cache kinds (``--cache``):
     transformers' ``StaticCache``: per layer a buffer of ``kv_len + seq`` positions (the smallest
     ``max_cache_len`` that holds the step, so attention reads no unwritten slot), the step's
     ``index_copy_`` writes the last ``seq`` (a scatter: only those are charged) and returns them.
-    The fused bound reads the whole buffer input, ``seq`` positions more per layer than the
-    ``kv_len`` a kernel must read (1 of ``kv_len + 1`` in a decode; the step assumption says so).
+    The fused bound reads the ``kv_len`` filled positions of each buffer (the slots the scatter
+    writes before attention reads them are not read: ``views.boundary_reads``).
 ``paged``
     A block table (batch, ceil(kv_len / page_size)) int32 of page numbers and, per layer, page
     pools ``(k_pages, v_pages)`` of shape (batch * pages_per_seq, page_size, kv_heads, head_dim)
