@@ -67,6 +67,11 @@ FRAMEWORK_TO_FILE: dict[str, str] = {
 }
 #: The file's dtype -> its framework name, for the dtypes a framework tensor can hold.
 FILE_TO_FRAMEWORK: dict[str, str] = {v: k for k, v in FRAMEWORK_TO_FILE.items()}
+#: Complex framework dtypes -> the file dtype of each of their two parts. The graph holds a complex
+#: tensor of shape S as a real tensor of shape S + (2,) (real, imaginary: ``torch.view_as_real``'s
+#: layout), so its bytes are exact with no complex dtype in the file: complex64 is 2 x fp32 = 8 bytes
+#: an element, complex128 2 x fp64 = 16.
+COMPLEX_PARTS: dict[str, str] = {"complex64": "fp32", "complex128": "fp64"}
 #: File dtypes numpy holds natively (the others are computed in float32 by the executor).
 NUMPY_NATIVE: tuple[str, ...] = ("fp64", "fp32", "fp16", "int64", "int32", "int16", "int8", "uint8", "bool")
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     t = t.detach()
+    if t.is_complex():  # the graph holds a complex tensor as (real, imaginary) pairs
+        t = torch.view_as_real(t)
     if t.dtype in (torch.bfloat16, torch.float16) or str(t.dtype).startswith("torch.float8"):
         t = t.float()
     elif str(t.dtype).startswith("torch.float4"):  # packed fp4 pairs: the graph holds their bytes (uint8)

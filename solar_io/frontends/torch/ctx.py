@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...dtypes import FRAMEWORK_TO_FILE
+from ...dtypes import COMPLEX_PARTS, FRAMEWORK_TO_FILE
 from ..common.builder import GraphBuilder, access, family
 from .registry import NoLowering
 
@@ -39,6 +39,34 @@ def file_dtype(dt: torch.dtype) -> str:
         return TORCH_TO_FILE[dt]
     except KeyError:
         raise NoLowering(f"dtype {dt} has no einsum-graph equivalent") from None
+
+
+#: torch complex dtype -> the file dtype of its two parts (:data:`solar_io.dtypes.COMPLEX_PARTS`).
+TORCH_COMPLEX = {getattr(torch, name): part for name, part in COMPLEX_PARTS.items()}
+
+
+def complex_part(val: Any) -> str | None:
+    """The file dtype of each part when ``val`` (an fx node's value) is a complex tensor, else None.
+    The graph holds such a tensor with a trailing rank of 2 (real, imaginary)."""
+    return TORCH_COMPLEX.get(val.dtype) if isinstance(val, torch.Tensor) else None
+
+
+def graph_shape(val: torch.Tensor) -> tuple[tuple[int, ...], str]:
+    """(shape, dtype) the graph holds an fx tensor value as: complex ones with a trailing (re, im) rank."""
+    shape = tuple(int(s) for s in val.shape)
+    part = complex_part(val)
+    return (shape + (2,), part) if part is not None else (shape, file_dtype(val.dtype))
+
+
+def touches_complex(node: Any) -> bool:
+    """True when the fx node reads or writes a complex tensor."""
+    vals = [node.meta.get("val")]
+    for a in (*node.args, *node.kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, torch.fx.Node):
+                vals.append(x.meta.get("val"))
+    flat = [v for x in vals for v in (x if isinstance(x, (list, tuple)) else (x,))]
+    return any(complex_part(v) is not None for v in flat)
 
 
 @dataclass(frozen=True, slots=True)

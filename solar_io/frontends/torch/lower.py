@@ -5,6 +5,11 @@ placeholder becomes a source tensor (parameters are weights, buffers and lifted 
 are constants, user inputs are inputs), every call is lowered by its rule from
 ``registry.RULES`` through a ``ctx.LowerCtx``, and ops without a rule (or whose rule raises
 ``NoLowering``) become opaque nodes that validation runs with the original ATen op.
+
+A complex tensor is held as a real one with a trailing rank of 2 (real, imaginary; its parts' dtype
+from :data:`solar_io.dtypes.COMPLEX_PARTS`). An op reading or writing one is lowered only by a rule of
+``registry.COMPLEX_RULES`` (``rules/fft.py``), which knows that layout; otherwise it is opaque, and
+validation runs it on complex views of the pairs.
 """
 
 from __future__ import annotations
@@ -17,8 +22,19 @@ import numpy as np
 import torch
 
 from ..common.builder import GraphBuilder
-from .ctx import _INPUT_HINTS, _INT_HINTS, Args, LowerCtx, T, bind_args, file_dtype
-from .registry import OPAQUE_REASONS, NoLowering, buffer_update_rule, find_rule, op_name
+from .ctx import (
+    _INPUT_HINTS,
+    _INT_HINTS,
+    Args,
+    LowerCtx,
+    T,
+    bind_args,
+    complex_part,
+    file_dtype,
+    graph_shape,
+    touches_complex,
+)
+from .registry import OPAQUE_REASONS, NoLowering, buffer_update_rule, find_complex_rule, find_rule, op_name
 from .rulebook import load_rules
 
 __all__ = ["Args", "Lowered", "LowerCtx", "T", "file_dtype", "lower"]
@@ -64,8 +80,7 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False) -> Lowe
                 if kind == "USER_INPUT":
                     user_pos += 1
                 continue
-            shape = tuple(int(s) for s in val.shape)
-            dt = file_dtype(val.dtype)
+            shape, dt = graph_shape(val)
             if kind == "USER_INPUT":
                 hints = (_INT_HINTS if dt.startswith(("int", "uint")) else _INPUT_HINTS).get(len(shape), ())
                 name = b.source(node.name, shape, dt, "input", hints)
@@ -108,6 +123,10 @@ def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list,
         fn = buffer_update_rule(node)
         ctx.op = packet[:-1]
     reason = OPAQUE_REASONS.get(packet, "no lowering rule")
+    if touches_complex(node):  # only a rule that knows the (real, imaginary) layout may lower it
+        fn, inplace = find_complex_rule(node.target), False
+        ctx.op = packet
+        reason = OPAQUE_REASONS.get(packet, "a complex-valued op with no complex lowering rule (rules/fft.py)")
     if fn is not None:
         try:
             args = bind_args(node, env)
@@ -151,9 +170,8 @@ def _opaque(ctx: LowerCtx, node: Any, env: dict, reason: str, opaque: list, opaq
         if not isinstance(v, torch.Tensor):
             outs.append(None)
             continue
-        shape = tuple(int(s) for s in v.shape)
-        name = b.source(node.name if len(vals) == 1 else f"{node.name}.{i}", shape, file_dtype(v.dtype),
-                        "intermediate")
+        shape, dt = graph_shape(v)
+        name = b.source(node.name if len(vals) == 1 else f"{node.name}.{i}", shape, dt, "intermediate")
         outs.append(T(name))
     for x in ins:
         b.ranks(x)
@@ -218,6 +236,8 @@ def _torch_impl(node: Any, env: dict, ins: list[str], out_idx: list[int], names:
         def conv(v: Any) -> Any:
             if isinstance(v, torch.fx.Node):
                 val = env.get(v)
+                if isinstance(val, T) and complex_part(v.meta.get("val")) is not None:  # (re, im) pairs
+                    return torch.view_as_complex(torch.from_numpy(np.ascontiguousarray(by_name[val.name])))
                 if isinstance(val, T):
                     return torch.from_numpy(np.array(by_name[val.name]))
                 if isinstance(val, (list, tuple)):
@@ -235,6 +255,7 @@ def _torch_impl(node: Any, env: dict, ins: list[str], out_idx: list[int], names:
             kw["device"] = torch.device("cpu")
         res = target(*[conv(a) for a in args], **kw)
         res = list(res) if isinstance(res, (list, tuple)) else [res]
+        res = [torch.view_as_real(r) if isinstance(r, torch.Tensor) and r.is_complex() else r for r in res]
         return tuple(res[i].detach().float().numpy() if res[i].is_floating_point() else res[i].numpy()
                      for i in out_idx)
 

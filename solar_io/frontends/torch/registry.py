@@ -20,10 +20,14 @@ from typing import Any
 
 from ..common.registry import NoLowering, RuleFn, registry
 
-__all__ = ["OPAQUE_REASONS", "RULES", "NoLowering", "RuleFn", "buffer_update_rule", "find_rule", "op_name", "rule"]
+__all__ = ["COMPLEX_RULES", "OPAQUE_REASONS", "RULES", "NoLowering", "RuleFn", "buffer_update_rule",
+           "complex_rule", "find_complex_rule", "find_rule", "op_name", "rule"]
 
 #: The rule table of this frontend and its ``@rule(*names)`` decorator.
 RULES, rule = registry()
+#: Rules for ops that read or write a complex tensor (held as (real, imaginary) pairs, ``rules/fft.py``):
+#: such an op is lowered only by a rule of this table; with none it is an opaque node.
+COMPLEX_RULES, complex_rule = registry()
 
 _SELECTION = ("a data-dependent selection (a permutation or an order statistic) with no einsum form; "
               "its comparison count depends on the algorithm (comparison or radix sort, radix select), "
@@ -53,6 +57,12 @@ def find_rule(target: Any) -> RuleFn | None:
     """The rule for an fx call target, overload-specific first."""
     packet, full = op_name(target)
     return RULES.get(full) or RULES.get(packet)
+
+
+def find_complex_rule(target: Any) -> RuleFn | None:
+    """The complex-aware rule for an fx call target, overload-specific first."""
+    packet, full = op_name(target)
+    return COMPLEX_RULES.get(full) or COMPLEX_RULES.get(packet)
 
 
 def buffer_update_rule(node: Any) -> RuleFn | None:

@@ -1,5 +1,5 @@
 """SOL-ExecBench corpus shapes (issue 17): tied top-k routing, packed fp4 weights, a GQA paged decode
-over a page table (value-specialised, given as a FlashInfer Trace-shaped line), the FFT's clear error,
+over a page table (value-specialised, given as a FlashInfer Trace-shaped line), an FFT (bytes-only bound),
 and the benchmark's matching of published leaderboard values by axes.
 
 Every definition here is written for the test (no corpus file is vendored); counts are by hand."""
@@ -202,13 +202,17 @@ FFT = {
 }
 
 
-def test_an_fft_is_one_clear_line_naming_the_complex_dtype(tmp_path):
-    """Not lowered yet (complex tensors have no einsum-graph dtype): a failure of that workload alone,
-    one line naming the file, the line and the dtype; never a graph with the FFT counted as zero."""
-    d = _problem(tmp_path, FFT, [{"uuid": "f", "axes": {"B": 2}, "inputs": {"x": {"type": "random"}}}])
-    (r,) = capture_problem(d, None, keep_graphs=True)
-    assert r.status == "failed" and r.graph is None
-    assert r.error.startswith(f"{d}/workload.jsonl:1: ") and "complex64" in r.error and "\n" not in r.error
+def test_an_fft_is_captured_with_a_bytes_only_bound_and_its_node_listed(tmp_path):
+    """L1/007's shape: rfft with zero padding to 2L. Captured and validated; the transform is one
+    explicit node whose compute is not counted (listed as such, never silently zero work); the fused
+    bytes are x in and both parts of the L + 1 frequencies out, by hand."""
+    B, L = 2, 16
+    d = _problem(tmp_path, FFT, [{"uuid": "f", "axes": {"B": B}, "inputs": {"x": {"type": "random"}}}])
+    r = _one(d)
+    assert r.validation == "passed"
+    assert len(r.opaque) == 1 and r.opaque[0].startswith("_fft_r2c (aten._fft_r2c): FFT, bytes-only bound")
+    m = solar_io.graph_metrics(r.graph)
+    assert m.boundary_bytes == 4 * B * L + 2 * 4 * B * (L + 1) and m.macs == 0 and m.flops_vector == 0
 
 
 # ----------------------------------------------------------------------------- published values

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     backward,
     conv,
     elementwise,
+    fft,
     flash,
     fp4,
     gather,

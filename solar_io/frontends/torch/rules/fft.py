@@ -1,0 +1,114 @@
+"""Complex tensors and FFTs.
+
+The graph holds a complex tensor of shape S as a real tensor of shape S + (2,): real and imaginary
+parts in a trailing rank, each of the dtype :data:`solar_io.dtypes.COMPLEX_PARTS` names (complex64 ->
+fp32: 8 bytes an element, exact). That is ``torch.view_as_real``'s layout, so ``view_as_real`` and
+``view_as_complex`` are aliases (no node) and ``.real`` / ``.imag`` are views of one part. An op that
+reads or writes a complex tensor is lowered only by a rule here (``registry.COMPLEX_RULES``), because
+a rule written for real tensors would treat the pairs as two independent values; any other such op
+is an opaque node (its bytes counted, its compute unknown and listed).
+
+FFTs (``_fft_r2c``, ``_fft_c2c``, ``_fft_c2r`` and the ``fft_*`` ops they come from) are explicit
+opaque nodes on purpose, with the reason :data:`FFT_REASON`: a **bytes-only** lower bound. The node
+reads its input and writes its output at their sizes (complex ones at 2 parts an element), and its
+compute floor is 0. No operation count is charged: ``5 N log2 N`` (the classical radix-2 count)
+exceeds what a split-radix FFT does (about ``4 N log2 N - 6 N + 8`` real FLOPs for N a power of two),
+no FFT algorithm's count is a proven minimum, and FFTs also run as small matrix products on tensor
+cores (so no unit's peak is known to bind). The one count every algorithm must reach, about one
+operation per input of each output's sum (``N - 1`` additions for the zero-frequency term of each
+transform), is below a percent of the memory time on every chip the project specifies, so 0 loses
+nothing measurable and needs no unit.
+
+    >>> # y = torch.fft.rfft(x, n=2 * L) / (2 * L); return y.real, y.imag     (x: fp32 [B, C, L])
+    >>> # graph: pad x to 2L; opaque aten._fft_r2c -> y: fp32 [B, C, L + 1, 2]; y / (2L) (2 divs an
+    >>> # element); .real / .imag: views of one part; fused bytes 4BCL + 2 * 4BC(L + 1)
+"""
+
+from __future__ import annotations
+
+from ..ctx import Args, LowerCtx, T, complex_part
+from ..registry import OPAQUE_REASONS, NoLowering, complex_rule
+from .shape import select_dim
+
+FFT_REASON = ("FFT, bytes-only bound: its inputs and outputs are counted at their sizes (complex ones as "
+              "(real, imaginary) pairs) and its compute floor is 0; no FLOP count is claimed, since 5 N log2 N "
+              "exceeds a split-radix FFT (about 4 N log2 N - 6 N + 8 real FLOPs), no FFT's count is a proven "
+              "minimum and FFTs also run on tensor cores as small matrix products")
+
+#: Every FFT op an exported program holds, before and after decomposition.
+FFT_OPS = ("aten._fft_r2c", "aten._fft_c2c", "aten._fft_c2r", "aten.fft_fft", "aten.fft_ifft", "aten.fft_rfft",
+           "aten.fft_irfft", "aten.fft_fftn", "aten.fft_ifftn", "aten.fft_rfftn", "aten.fft_irfftn", "aten.fft_fft2",
+           "aten.fft_ifft2", "aten.fft_rfft2", "aten.fft_irfft2", "aten.fft_hfft", "aten.fft_ihfft")
+OPAQUE_REASONS.update({op: FFT_REASON for op in FFT_OPS})
+
+
+def _is_complex(ctx: LowerCtx, name: str) -> bool:
+    """Whether argument ``name`` of the op being lowered is a complex tensor (from its fx value)."""
+    schema = getattr(ctx.node.target, "_schema", None)
+    names = [a.name for a in schema.arguments] if schema is not None else []
+    pos = names.index(name) if name in names else -1
+    v = ctx.node.kwargs.get(name, ctx.node.args[pos] if 0 <= pos < len(ctx.node.args) else None)
+    return complex_part(getattr(v, "meta", {}).get("val")) is not None
+
+
+def _part_dtype(ctx: LowerCtx) -> str:
+    part = complex_part(ctx.node.meta.get("val"))
+    if part is None:
+        raise NoLowering("the result is not complex")
+    return part
+
+
+@complex_rule("aten.view_as_real", "aten.view_as_complex")
+def view_as_real(ctx: LowerCtx, a: Args) -> T:
+    """The pairs are the complex tensor's layout: the same graph tensor."""
+    return a.self
+
+
+@complex_rule("aten.real", "aten.imag")
+def real_imag(ctx: LowerCtx, a: Args) -> T:
+    """One part: a view selecting index 0 (real) or 1 (imaginary) of the trailing rank."""
+    if not _is_complex(ctx, "self"):
+        raise NoLowering(f"{ctx.op} of a real tensor")
+    return select_dim(ctx, a.self, len(ctx.shape(a.self)) - 1, 0 if ctx.op == "aten.real" else 1)
+
+
+@complex_rule("aten.clone", "aten.contiguous", "aten.alias", "aten.detach")
+def complex_copy(ctx: LowerCtx, a: Args) -> T:
+    """A copy of the pairs (clone; contiguous of a non-contiguous view) or the tensor itself."""
+    x = a.self
+    if ctx.op == "aten.clone" or (ctx.op == "aten.contiguous" and x.name in ctx.noncontig):
+        return ctx.copy(x)
+    return x
+
+
+def _trailing(ctx: LowerCtx, x: T) -> T:
+    """A real tensor broadcast against pairs: a view with a trailing rank of 1."""
+    return ctx.reshape(x, (*ctx.shape(x), 1), suffix="pair")
+
+
+@complex_rule("aten.mul", "aten.div")
+def scale(ctx: LowerCtx, a: Args) -> T:
+    """Complex times or over a real number or real tensor: both parts scaled, 2 operations an element.
+    Complex by complex has no rule yet (an opaque node, listed)."""
+    if a.rounding_mode is not None:
+        raise NoLowering(f"div rounding_mode={a.rounding_mode} of a complex tensor")
+    part = _part_dtype(ctx)
+    left, right = _is_complex(ctx, "self"), _is_complex(ctx, "other")
+    if left and right:
+        raise NoLowering(f"{ctx.op} of two complex tensors (no complex product rule)")
+    if not left and ctx.op == "aten.div":
+        raise NoLowering("a real number over a complex tensor")
+    z, other = (a.self, a.other) if left else (a.other, a.self)
+    if isinstance(other, complex):
+        raise NoLowering(f"{ctx.op} by the complex number {other!r}")
+    if isinstance(other, T):
+        other = _trailing(ctx, other)
+    return ctx.ew("mul" if ctx.op == "aten.mul" else "div", z, other, dtype=part)
+
+
+@complex_rule("aten.add", "aten.sub")
+def add_sub(ctx: LowerCtx, a: Args) -> T:
+    """Complex plus or minus complex: each part added, 2 operations an element."""
+    if not (_is_complex(ctx, "self") and _is_complex(ctx, "other")) or a.alpha not in (None, 1):
+        raise NoLowering(f"{ctx.op} of a complex and a real tensor, or with alpha")
+    return ctx.ew("add" if ctx.op == "aten.add" else "sub", a.self, a.other, dtype=_part_dtype(ctx))

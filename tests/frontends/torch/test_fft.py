@@ -1,0 +1,74 @@
+"""Complex tensors and FFTs through the torch frontend (issue 17, SOL-ExecBench L1/007): complex values
+held as (real, imaginary) pairs, the FFT an explicit node with a bytes-only bound, its compute not
+counted and listed. Bytes by hand; validated against eager PyTorch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import solar_io  # noqa: E402
+from solar_io.backends.roofline import bound  # noqa: E402
+from solar_io.frontends.torch import capture_file  # noqa: E402
+from solar_io.frontends.torch.rules.fft import FFT_REASON  # noqa: E402
+from solar_io.hardware import load_spec  # noqa: E402
+
+B200 = load_spec("b200")
+
+
+def _capture(tmp: Path, body: str, inputs: str):
+    src = tmp / "m.py"
+    src.write_text("import torch\n"
+                   "class Model(torch.nn.Module):\n"
+                   "    def forward(self, *xs):\n" + "".join(f"        {line}\n" for line in body.splitlines()) +
+                   f"def get_inputs():\n    return [{inputs}]\n", encoding="utf-8")
+    g = capture_file(src, validate=True)
+    assert g.validation.status == "passed", g.validation.reason
+    return g
+
+
+def test_rfft_is_one_explicit_node_and_the_bound_reads_and_writes_the_complex_sizes(tmp_path):
+    """Hyena's FFT convolution step: rfft with zero padding to 2L, scaled, times a real filter."""
+    B, C, L = 2, 3, 8
+    F = L + 1  # rfft of 2L real values: L + 1 frequencies
+    g = _capture(tmp_path, "x, h = xs\n"
+                           f"y = torch.fft.rfft(x, n={2 * L}) / {2 * L} * h\n"
+                           "return y.real.contiguous(), y.imag.contiguous()",
+                 f"torch.randn({B}, {C}, {L}), torch.randn({F})")
+    (fft,) = [n for n in g.nodes if n.kind == "opaque"]
+    assert fft.op == "aten._fft_r2c" and fft.reason == FFT_REASON
+    spectrum = g.shape(fft.outputs[0].tensor)
+    dtype = {t.name: t.dtype for t in g.tensors}[fft.outputs[0].tensor]
+    assert spectrum == (B, C, F, 2) and dtype == "fp32"  # complex64: two fp32 parts, 8 bytes an element
+    m = solar_io.graph_metrics(g)
+    # x and h in, the real and imaginary outputs out; the spectrum never crosses the fused boundary
+    assert m.boundary_bytes == 4 * B * C * L + 4 * F + 2 * 4 * B * C * F
+    assert m.macs == 0
+    # the scale and the filter: one division and one multiply per part of each complex element
+    assert m.flops_vector == 2 * (2 * B * C * F)
+    r = bound(g, "b200", cache_aware=False)
+    assert r.opaque and "_fft_r2c" in r.opaque[0] and not r.compute_complete  # not counted: listed
+    assert r.fused.time == max(m.boundary_bytes / B200.dram_bandwidth, m.flops_vector / B200.peak("vector", "fp32"))
+
+
+def test_fft_of_a_complex_input_reads_and_writes_two_parts_an_element(tmp_path):
+    B, N = 4, 16
+    g = _capture(tmp_path, "return torch.fft.fft(xs[0])",
+                 f"torch.randn({B}, {N}, dtype=torch.complex64)")
+    (x,) = [t for t in g.tensors if t.role == "input"]
+    assert g.shape(x.name) == (B, N, 2) and x.dtype == "fp32"
+    assert [n.op for n in g.nodes if n.kind == "opaque"] == ["aten._fft_c2c"]
+    assert solar_io.graph_metrics(g).boundary_bytes == 8 * B * N + 8 * B * N
+
+
+def test_a_complex_product_without_a_rule_is_opaque_not_a_product_of_parts(tmp_path):
+    """Multiplying the pairs part by part would be wrong; the op is opaque (listed) and validates."""
+    g = _capture(tmp_path, "a, b = xs\nreturn torch.view_as_real(torch.fft.rfft(a) * torch.fft.rfft(b))",
+                 "torch.randn(2, 8), torch.randn(2, 8)")
+    ops = [n.op for n in g.nodes if n.kind == "opaque"]
+    assert ops.count("aten._fft_r2c") == 2 and "aten.mul" in ops
+    (mul,) = [n for n in g.nodes if n.op == "aten.mul"]
+    assert "two complex tensors" in mul.reason
