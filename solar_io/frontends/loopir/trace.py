@@ -10,23 +10,12 @@ code) are dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ...affine import Access
 from ...format.kernels import declare_kernels
 from ...graph import Graph, Node, Producer, Tensor
 from .ir import LoopIRError, Value
-
-
-@dataclass
-class GTensor:
-    name: str
-    ranks: tuple[str, ...]
-    dtype: str
-    role: str
-    density: float | None = None
-    value: float | None = None
-    generated: bool = False
 
 
 class Tracer:
@@ -35,7 +24,7 @@ class Tracer:
     def __init__(self) -> None:
         self.ranks: dict[str, int] = {}
         self._rank_key: dict[tuple[str, int], str] = {}
-        self.tensors: dict[str, GTensor] = {}
+        self.tensors: dict[str, Tensor] = {}  # as traced; renamed when the graph is built
         self.nodes: list[Node] = []
         self._prefix: dict[str, int] = {}
         self._consts: dict[tuple[float, str], str] = {}
@@ -80,7 +69,7 @@ class Tracer:
                density: float | None = None, value: float | None = None, generated: bool = False) -> str:
         if name in self.tensors:
             raise LoopIRError(f"tensor name {name} is used twice")
-        self.tensors[name] = GTensor(name, ranks, dtype, role, density, value, generated)
+        self.tensors[name] = Tensor(name, ranks, dtype, role, density, value, generated)
         return name
 
     def const(self, value: float, dtype: str) -> Access:
