@@ -62,13 +62,12 @@ def conv(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     border: dict[str, tuple[int, int]] = {}
     for i in range(nsp):
         s, d, (lo, _hi) = strides[i], dil[i], pads[i]
-        if lo < 0 or _hi < 0:
-            raise NoLowering("negative padding")
-        x_idx[lhs[2 + i]] = f"{s}*{outs[i]} + {d}*{kdims[i]} - {lo}"
+        # a negative pad crops: the window starts -lo elements in, or never reaches the last ones
+        x_idx[lhs[2 + i]] = f"{s}*{outs[i]} + {d}*{kdims[i]} " + (f"- {lo}" if lo >= 0 else f"+ {-lo}")
         reach_hi = s * (oshape[osp[2 + i]] - 1) + d * (ksz[i] - 1) - lo
         over = max(0, reach_hi - (xs[lhs[2 + i]] - 1))
-        if lo or over:
-            border[xr[lhs[2 + i]]] = (lo, over)
+        if lo > 0 or over:
+            border[xr[lhs[2 + i]]] = (max(lo, 0), over)
     w_idx: list[str] = [""] * len(ws)
     w_idx[rhs[0]] = head[0] if groups == 1 else f"{k_out // groups}*{head[0]} + {head[1]}"
     w_idx[rhs[1]] = cr

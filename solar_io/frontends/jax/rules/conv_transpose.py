@@ -7,7 +7,8 @@ interior holes are zeros. Along one spatial dim with window stride ``s``, rhs di
 Split the outputs into ``q = l / gcd(l, s)`` phases ``o = q*A + phi``: the taps reaching
 phase ``phi`` are ``k = k0 + (l/g2)*T`` (``g2 = gcd(d, l)``, ``k0`` the first one) and read
 ``x[(s/g)*A + c + (d/g2)*T]`` (``g = gcd(l, s)``, ``c = (s*phi + d*k0 - lo) / l``). So each
-phase is an ordinary convolution einsum that never multiplies a hole: the MACs are those of
+phase is an ordinary convolution einsum that never multiplies a hole (a phase no tap reaches, as in
+a 1x1 kernel's gradient through a stride, is a constant of zeros): the MACs are those of
 the products with a possibly non-zero input (taps that land in the padding border count, as
 for a forward convolution), not XLA's, which include every hole.
 
@@ -65,8 +66,11 @@ def _phases(l: int, s: int, d: int, lo: int, k: int, o: int) -> tuple[int, list[
     for phi in range(q):
         n_a = -(-(o - phi) // q)
         k0 = next((t for t in range(min(step, k)) if (s * phi + d * t - lo) % l == 0), None)
-        if n_a <= 0 or k0 is None:
-            raise NoLowering("a transposed-convolution phase with no output or no tap (all zeros)")
+        if n_a <= 0:
+            raise NoLowering("a transposed-convolution phase with no output")
+        if k0 is None:  # every tap of this phase reads a hole: its outputs are zeros
+            out.append((n_a, -1, 0, 0))
+            continue
         out.append((n_a, k0, -(-(k - k0) // step), (s * phi + d * k0 - lo) // l))
     return q, out
 
@@ -138,6 +142,8 @@ def _phase_piece(ctx: Lowerer, eqn: Any, x: str, w: str, phis: tuple[int, ...], 
     n_rank, kr, cr = lead
     xr, wr = ctx.ranks(x), ctx.ranks(w)
     nsp = len(phis)
+    if any(dims[i][1][phis[i]][1] < 0 for i in range(nsp)):
+        return _zero_piece(ctx, phis, osp, lead, a_max, units, taken, xr, lhs)
     used = set(taken)
     a_r, t_r = [], []
     x_idx: list[Any] = [None] * len(xr)
@@ -183,6 +189,26 @@ def _phase_piece(ctx: Lowerer, eqn: Any, x: str, w: str, phis: tuple[int, ...], 
     z = ctx.tensor(full, ctx.out_dtype(), tag + ".padded")
     ctx.b.copy(z, ctx.op, full, [access(y, full)], access(z, full), pad={y: short}, location=ctx.location)
     return z
+
+
+def _zero_piece(ctx: Lowerer, phis: tuple[int, ...], osp: Any, lead: tuple[str, str, str], a_max: list[int],
+                units: list[str], taken: set[str], xr: tuple[str, ...], lhs: Any) -> str:
+    """A phase no tap reaches (a 1x1 kernel's gradient through a stride, say): ``[.., a_max, 1, ..]``
+    zeros, a constant of one value (no bytes read; the output's bytes are written by the join)."""
+    n_rank, kr, _ = lead
+    used = set(taken)
+    out_ranks: list[str] = []
+    for j in range(len(osp)):
+        if j == osp[0]:
+            out_ranks.append(n_rank)
+        elif j == osp[1]:
+            out_ranks.append(kr)
+        else:
+            i = list(osp[2:]).index(j)
+            a = ctx.b.rank(image_family(xr, lhs, 2 + i), a_max[i], used)
+            used.add(a)
+            out_ranks += [a, units[i]]
+    return ctx.b.tensor(f"{ctx.name}.zeros" + "_".join(map(str, phis)), out_ranks, ctx.out_dtype(), "constant", 0.0)
 
 
 def _join(ctx: Lowerer, pieces: dict[tuple[int, ...], str], dims: list, units: list[str], osp: Any) -> str:

@@ -1,7 +1,8 @@
-"""Data movement: reshape, squeeze, transpose, broadcast, slices, concat, pad, iota."""
+"""Data movement: reshape, squeeze, transpose, broadcast, slices, concat, pad (edge, interior, negative), iota."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -133,9 +134,9 @@ def pad(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     x, v = ins
     if isinstance(v, str):
         raise NoLowering("tensor padding value")
-    cfg = eqn.params["padding_config"]
+    cfg = [(int(lo), int(hi), int(it)) for lo, hi, it in eqn.params["padding_config"]]
     if any(lo < 0 or hi < 0 or it != 0 for lo, hi, it in cfg):
-        raise NoLowering("negative or interior padding")
+        return [_general_pad(ctx, x, float(v), cfg)]
     xr, xs = ctx.ranks(x), ctx.shape(x)
     shape = ctx.out_shape()
     hints = [xr[i] if shape[i] == xs[i] else family(xr[i]) + "*" for i in range(len(xs))]
@@ -146,6 +147,57 @@ def pad(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     ctx.b.copy(out, ctx.op, out_ranks, [access(x, idx)], access(out, out_ranks), pad={x: border} if border else None,
                fill=float(v) if border and float(v) != 0 else None, location=ctx.location)
     return [out]
+
+
+def _general_pad(ctx: Lowerer, x: str, v: float, cfg: list[tuple[int, int, int]]) -> str:
+    """``lax.pad`` with interior (``it`` holes between neighbours, as the backward of a strided slice or
+    pooling writes) or negative (cropping) padding, as one kernel of three nodes:
+
+    1. a copy of ``x`` viewed ``[.., n, 1, ..]`` into ``[.., n, it + 1, ..]``, the ``it`` new entries
+       read from the border (the padding value): each element followed by its holes;
+    2. a view of that as ``[.., n * (it + 1), ..]``;
+    3. a copy to the output, index ``R - lo`` with a border of ``max(lo, 0)`` below and
+       ``max(hi - it, 0)`` above (the trailing ``it`` holes belong to no element: a negative high
+       pad crops more), negative pads cropping.
+
+    The kernel reads ``x`` and writes the output once; its inner tensors never cross memory.
+
+    >>> n, lo, hi, it = 5, 0, 0, 1  # the gradient of x[::2] for 9 elements
+    >>> lo + n + (n - 1) * it + hi, n * (it + 1) + lo + (hi - it)
+    (9, 9)
+    """
+    start = len(ctx.b.nodes)
+    xs, dt = ctx.shape(x), ctx.dtype(x)
+    grown = [s for i, n in enumerate(xs) for s in ((n, 1) if cfg[i][2] else (n,))]
+    xv = reshape(ctx, x, grown, suffix="grown")
+    gr = ctx.ranks(xv)
+    hints, border, k = [], {}, 0
+    for i in range(len(xs)):
+        hints.append(gr[k])
+        if cfg[i][2]:
+            hints.append(family(gr[k]) + "*")
+            border[gr[k + 1]] = (0, cfg[i][2])
+            k += 1
+        k += 1
+    holes_shape = [s for i, n in enumerate(xs) for s in ((n, cfg[i][2] + 1) if cfg[i][2] else (n,))]
+    hr = ctx.b.new_ranks(hints, holes_shape)
+    holes = xv
+    if border:
+        holes = ctx.tensor(hr, dt, "holes")
+        ctx.b.copy(holes, ctx.op, hr, [access(xv, hr)], access(holes, hr), pad={xv: border},
+                   fill=v if v != 0 else None, location=ctx.location)
+    flat = reshape(ctx, holes, [n * (it + 1) for n, (_, _, it) in zip(xs, cfg, strict=True)], suffix="flat")
+    fr, fs = ctx.ranks(flat), ctx.shape(flat)
+    shape = ctx.out_shape()
+    out_ranks = ctx.b.new_ranks([fr[i] if shape[i] == fs[i] else family(fr[i]) + "*" for i in range(len(fs))], shape)
+    edge = {fr[i]: (max(lo, 0), max(hi - it, 0)) for i, (lo, hi, it) in enumerate(cfg) if lo > 0 or hi - it > 0}
+    out = ctx.tensor(out_ranks, dt)
+    ctx.b.copy(out, ctx.op, out_ranks, [access(flat, [lin(-lo, (1, r)) for r, (lo, _, _) in zip(out_ranks, cfg,
+                                                                                                  strict=True)])],
+               access(out, out_ranks), pad={flat: edge} if edge else None, fill=v if edge and v != 0 else None,
+               location=ctx.location)
+    ctx.b.nodes[start:] = [replace(n, kernel=ctx.name) for n in ctx.b.nodes[start:]]
+    return out
 
 
 @rule("iota")
