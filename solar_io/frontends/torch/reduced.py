@@ -18,8 +18,8 @@ does not run. A reshape that splits or merges dims keeps its structure at reduce
 checked at its own sizes when that fits the budget and ``FULL_ELEMENTS``, and is reported
 unchecked otherwise, with what it raised (random inputs at reduced sizes may be invalid for it, so
 an exception here is not a failure of the program). Opaque nodes run the original op during
-validation and need no check; ops that allocate without initialising (``uninit``) have arbitrary
-values and are not compared.
+validation and need no check, nor do calls with no result (export's assertions); ops that
+allocate without initialising (``uninit``) have arbitrary values and are not compared.
 Integer tensor arguments get values below every size of the call's tensors (valid indexes into
 any of them). In-place ops are checked through their out-of-place overload.
 """
@@ -250,7 +250,8 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
     unchecked: list[str] = []
     arbitrary: set[str] = set()
     for node in cap.program.graph.nodes:
-        if node.op != "call_function" or node.target is operator.getitem or node.name in opaque:
+        if node.op != "call_function" or node.target is operator.getitem or node.name in opaque \
+                or node.meta.get("val", 0) is None:  # no result (export's assertions): nothing to compare
             continue
         if is_uninitialised(node.target):  # its values are whatever the memory held: nothing to compare
             arbitrary.add(str(node.target))

@@ -1,5 +1,6 @@
 """Functionalised in-place writes (slice_scatter, select_scatter, copy), im2col, addbmm,
-and elementwise odds and ends (isnan, isinf, trunc, frac, floor_divide).
+elementwise odds and ends (isnan, isinf, trunc, frac, floor_divide, outer) and export's
+metadata assertion (``_assert_tensor_metadata``: checked when the program is traced, no work).
 
 ``x[a:b] = src`` reaches the graph as ``slice_scatter``: the result is the concat of the
 untouched slices of ``x`` around ``src`` (step 1), so its bytes are those of a real copy.
@@ -111,3 +112,20 @@ def im2col(ctx: LowerCtx, a: Args) -> T:
     ctx.b.copy(cols.name, ctx.op, out_ranks, [access(x.name, idx)], access(cols.name, out_ranks),
                pad={x.name: border} if border else None, location=ctx.location)
     return ctx.reshape(cols, ctx.out_shape())
+
+
+@rule("aten.outer", "aten.ger")
+def outer(ctx: LowerCtx, a: Args) -> T:
+    """``outer(x, y)[i, j] = x[i] * y[j]`` (rotary angles: positions times frequencies), one product
+    per output element."""
+    x, y = a.self, a.vec2
+    (n,), (m,) = ctx.shape(x), ctx.shape(y)
+    return ctx.ew("mul", ctx.reshape(x, [n, 1], suffix="col"), ctx.reshape(y, [1, m], suffix="row"),
+                  dtype=ctx.out_dtype())
+
+
+@rule("aten._assert_tensor_metadata")
+def assert_tensor_metadata(ctx: LowerCtx, a: Args) -> None:
+    """torch.export's check of a tensor's dtype/device before a ``.to``: decided when the program is
+    traced (shapes and dtypes are fixed), nothing at run time."""
+    return None
