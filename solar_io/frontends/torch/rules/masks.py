@@ -23,6 +23,10 @@ every row that keeps anything; counting them as skippable only lowers the bound)
 >>> f = mask_fact(_result(g))
 >>> f.kept, f.total, f.known  # query i sees keys 0..2+i: 3 + 4 of 8
 (7, 8, True)
+>>> g = make_fx(lambda: (torch.arange(4)[None, :] <= (torch.arange(2) + 2)[:, None]).expand(64, 1, 2, 4))()
+>>> f = mask_fact(_result(g))  # the batch's copies of one mask: counted once, 64 times
+>>> f.kept, f.total
+(448, 512)
 """
 
 from __future__ import annotations
@@ -73,9 +77,9 @@ def _evaluate(node: torch.fx.Node, memo: dict[torch.fx.Node, Any]) -> Any:
     if node.op != "call_function":
         raise _Unknown(f"{node.op} {node.name}")
     val = node.meta.get("val")
-    if isinstance(val, torch.Tensor) and val.numel() > LIMIT:
-        raise _Unknown(f"{node.name} has {val.numel()} elements (over {LIMIT})")
     target = node.target
+    if isinstance(val, torch.Tensor) and val.numel() > LIMIT and not getattr(target, "is_view", False):
+        raise _Unknown(f"{node.name} has {val.numel()} elements (over {LIMIT})")  # a view allocates nothing
     name = getattr(getattr(target, "_schema", None), "name", None) or getattr(target, "__name__", str(target))
     if name.split("::")[-1].rstrip("_").removesuffix("_like") in _RANDOM:  # CPU draws are not the program's
         raise _Unknown(f"random op {name}")
@@ -116,12 +120,16 @@ def mask_fact(mask: Any) -> MaskFact:
             raise ValueError(f"attention mask {mask}: no tensor of at least one dimension") from e
         total = int(val.numel())
         return MaskFact(total // int(val.shape[-1]), total, False, why=str(e))
-    keys, total = int(values.shape[-1]), int(values.numel())
+    total = int(values.numel())
+    base = values
+    for d in range(values.dim() - 1):  # a broadcast (stride-0) lead dim repeats the rest: count it once
+        if values.stride(d) == 0 and values.shape[d] > 1:
+            base = base.narrow(d, 0, 1)
     with torch.no_grad():
-        keep = values if values.dtype == torch.bool else values > torch.finfo(values.dtype).min
-        keep = keep.reshape(-1, keys)
+        keep = base if base.dtype == torch.bool else base > torch.finfo(base.dtype).min
+        keep = keep.reshape(-1, int(values.shape[-1]))
         unattended = int((~keep.any(dim=0)).sum())
-        kept = int(keep.sum())
+        kept = int(keep.sum()) * (total // int(base.numel()))
     return MaskFact(kept, total, True, unattended)
 
 
