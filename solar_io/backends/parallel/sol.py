@@ -24,7 +24,7 @@ activations go forward and gradients back as send/recv. With ``m > 1`` microbatc
 accumulates gradients: each stage's forward and backward run per microbatch (batch / m), its optimizer
 ``O_s`` once per step, and every microbatch after the first reads the gradient sums so far (``A_s``,
 unfused only: (m - 1) x the gradient bytes beyond on-chip capacity / DRAM bandwidth); the step is
-``max_s max(sum_{s' < s} t_s' + m t_s + A_s, m t_s + A_s + O_s)`` (:func:`_accumulating_makespan`):
+``max_s max(sum_{s' < s} t_s' + m t_s + A_s, m t_s + A_s + O_s)`` (:func:`.accumulate.accumulating_makespan`):
 ``(m + p - 1) t`` for equal stages, as 1F1B and GPipe, a bubble of ``(p - 1) / (m + p - 1)`` of the step.
 """
 
@@ -39,6 +39,7 @@ from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec
 from solar_io.metrics import tensor_bytes
 
+from .accumulate import accumulating_makespan, gradient_accumulation
 from .collectives import Collective, Priced, price
 from .layout import Layout, ParallelError
 from .plan import Plan, plan, stage_graph
@@ -307,7 +308,7 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
                        for c in _collectives(p, s, parts, graphs + opt_graphs))
         wbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs + opt_graphs for t in sg.tensors
                            if t.role == "weight")
-        acc = _accumulation(p, s, graphs, chip, microbatches, bound_options) if accumulate else {}
+        acc = gradient_accumulation(p, s, graphs, chip, microbatches, bound_options) if accumulate else {}
         stages.append(StageResult(s, len(p.stages[s]), tuple(x[0] for x in parts), work, priced, wbytes,
                                   tuple(notes), step_work, acc))
     m = microbatches
@@ -316,8 +317,8 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         t_over = [max(st.work[f].time, st.comm) for st in stages]
         t_ser = [st.work[f].time + st.comm for st in stages]
         if accumulate:
-            make_over, make_ser = _accumulating_makespan(stages, t_over, f, m), _accumulating_makespan(
-                stages, t_ser, f, m)
+            make_over = accumulating_makespan(stages, t_over, f, m)
+            make_ser = accumulating_makespan(stages, t_ser, f, m)
         else:
             make_over = math.fsum(t_over) + (m - 1) * max(t_over)
             make_ser = math.fsum(t_ser) + (m - 1) * max(t_ser)
@@ -332,39 +333,6 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
                           _assumptions(p, sysm, stages, in_network), allreduce, measured)
-
-
-def _accumulation(p: Plan, s: int, graphs: list[Graph], chip: HardwareSpec, m: int, opts: dict) -> dict[str, float]:
-    """Seconds per step that stage ``s`` spends accumulating its weight gradients over ``m`` microbatches,
-    per fidelity: the weight-gradient kernel of every microbatch after the first adds into the sum so far,
-    so it reads it once more, (m - 1) x the gradients' bytes, less what on-chip memory could hold (all of
-    the gradients kept on chip the whole step: then nothing); fused (unlimited on-chip memory): 0."""
-    from solar_io.backends.traffic.residency import on_chip_capacity
-
-    made_by = producers(p.graph)
-    here = set(p.stages[s])
-    mine = {t for t in p.gradients if made_by.get(t) in here}
-    nbytes = math.fsum(tensor_bytes(sg, t) for sg in graphs for t in sg.tensors if t.name in mine
-                       and made_by.get(t.name) in {n.name for n in sg.nodes})
-    cap = on_chip_capacity(chip, opts.get("capacity"))[0] if opts.get("residency", True) else 0.0
-    bw = float(chip.dram_bandwidth or 0.0)
-    spill = max(0.0, nbytes - cap) if math.isfinite(cap) else 0.0
-    return {"unfused": (m - 1) * spill / bw if bw else 0.0, "fused": 0.0}
-
-
-def _accumulating_makespan(stages: list[StageResult], t: list[float], f: str, m: int) -> float:
-    """The step of a training pipeline with ``m`` microbatches and gradient accumulation (``t``: each stage's
-    seconds per microbatch, forward and backward with its communication): every stage runs its ``m``
-    microbatches and its accumulation, and cannot start before the first microbatch's forward has passed the
-    earlier stages, nor end before the last gradient has passed them back; its optimizer runs after its own
-    last backward. So ``max_s max(sum_{s' < s} t_s' + m t_s + A_s, m t_s + A_s + O_s)``; with equal stages
-    ``(m + p - 1) t`` (the 1F1B and GPipe schedules): a bubble of (p - 1) / (m + p - 1) of the step."""
-    best = 0.0
-    for i, st in enumerate(stages):
-        busy = m * t[i] + st.accumulation.get(f, 0.0)
-        opt = st.step_work[f].time if st.step_work else 0.0
-        best = max(best, math.fsum(t[:i]) + busy, busy + opt)
-    return best
 
 
 def _backward_time(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, name: str | None) -> float:

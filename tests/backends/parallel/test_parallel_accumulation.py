@@ -64,11 +64,12 @@ def test_pp2_training_step_with_four_microbatches_by_hand():
 
 def test_equal_stages_give_the_one_f_one_b_bubble():
     # (m + p - 1) t for equal stages: stage times replaced by one value t give exactly that
-    from solar_io.backends.parallel.sol import ChipTime, StageResult, _accumulating_makespan
+    from solar_io.backends.parallel.accumulate import accumulating_makespan
+    from solar_io.backends.parallel.sol import ChipTime, StageResult
 
     st = [StageResult(i, 1, ("replicated",), {"unfused": ChipTime(1.0, 1.0, 1.0)}, (), 0.0) for i in range(4)]
     for m in (1, 4, 8):
-        assert _accumulating_makespan(st, [1.0] * 4, "unfused", m) == m + 4 - 1  # bubble (p-1)/(m+p-1)
+        assert accumulating_makespan(st, [1.0] * 4, "unfused", m) == m + 4 - 1  # bubble (p-1)/(m+p-1)
 
 
 def test_dp_with_microbatches_all_reduces_once_per_step_after_the_last_backward():
