@@ -14,7 +14,7 @@ from functools import cached_property
 from .affine import Access
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.3"
+FORMAT_VERSION = "1.4"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 #: the step of a training graph a node belongs to (node field ``phase``, since 1.3).
@@ -172,6 +172,42 @@ class Assumption:
     values: tuple[tuple[str, Scalar | tuple[Scalar, ...]], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """``count`` instances of a block of nodes, or of tensor declarations (since 1.4), written once.
+
+    Instance ``k`` (0-based) is the block with its variable ``var`` set to ``start + k * step``:
+    names and tensor references may hold ``{var}``, ``{var+C}`` or ``{var-C}`` (replaced by the
+    value plus or minus the integer ``C``), and index expressions may use ``var`` as a term (an
+    integer constant in each instance). The expanded items sit in ``Graph.nodes`` (a block of
+    ``nodes``) or ``Graph.tensors`` (a block of ``tensors``) from index ``at`` on, one instance
+    after another, so every backend reads the same graph as the unrolled one; a file writes the
+    block instead of its instances. Exactly one of ``nodes`` and ``tensors`` is non-empty.
+
+    >>> r = Repeat("t", start=1, step=1, count=2, at=0, tensors=(Tensor("h{t}", ("B",), "fp32", "intermediate"),))
+    >>> r.values
+    (1, 2)
+    """
+
+    var: str
+    start: int
+    step: int
+    count: int
+    at: int
+    nodes: tuple[Node, ...] = ()
+    tensors: tuple[Tensor, ...] = ()
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """The variable's value in each instance."""
+        return tuple(self.start + k * self.step for k in range(self.count))
+
+    @property
+    def size(self) -> int:
+        """Items (nodes or tensors) per instance."""
+        return len(self.nodes) or len(self.tensors)
+
+
 @dataclass(frozen=True)
 class Graph:
     """A whole einsum graph. Build it with ``solar_io.load``/``loads`` or directly.
@@ -188,6 +224,7 @@ class Graph:
     name: str | None = None
     version: str = FORMAT_VERSION
     assumptions: tuple[Assumption, ...] = ()  # since 1.3
+    repeats: tuple[Repeat, ...] = ()  # since 1.4: blocks of nodes/tensors written once (see Repeat)
 
     @cached_property
     def rank_sizes(self) -> dict[str, int]:
@@ -213,8 +250,9 @@ class Graph:
         if not isinstance(other, Graph):
             return NotImplemented
         return (self.version, self.name, self.producer, self.validation, self.ranks, self.tensors,
-                self.nodes, self.assumptions) == (other.version, other.name, other.producer, other.validation,
-                                                  other.ranks, other.tensors, other.nodes, other.assumptions)
+                self.nodes, self.assumptions, self.repeats) == (
+            other.version, other.name, other.producer, other.validation, other.ranks, other.tensors, other.nodes,
+            other.assumptions, other.repeats)
 
     def __hash__(self) -> int:
         return hash((self.name, self.ranks, len(self.tensors), len(self.nodes)))

@@ -25,6 +25,7 @@ from ..graph import (
     Graph,
     Node,
     Producer,
+    Repeat,
     SourceWorkload,
     Tensor,
     Unchecked,
@@ -35,6 +36,7 @@ from .assumptions import decode_assumptions
 from .kernels import declare_kernels
 from .kinds import COMMON_NODE, KIND_RULES, keys
 from .limits import MAX_RANK_SIZE, check_index_space, check_numbers, echo
+from .repeat_codec import decode_list
 from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
 
 TOP_KEYS = keys("document")
@@ -166,8 +168,8 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     dec.since(top, "document", ())
     assumptions = decode_assumptions(top["assumptions"], dec) if "assumptions" in top else ()
     ranks = _ranks(dec, top.get("ranks"))
-    tensors = _tensors(dec, top.get("tensors"))
-    nodes = _nodes(dec, top.get("nodes"))
+    tensors, tensor_blocks = _tensors(dec, top.get("tensors"))
+    nodes, node_blocks = _nodes(dec, top.get("nodes"))
     validation = _validation(dec, top.get("validation"))
     check_index_space(dec, dict(ranks), top, tensors, nodes)
     errors = [i for i in dec.issues if i.severity == "error"]
@@ -176,7 +178,8 @@ def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
     if version < SINCE[("node", "kernel")]:  # migration: a file before 1.3 names its kernels by prefix
         nodes = declare_kernels(nodes)
     g = Graph(ranks=ranks, tensors=tensors, nodes=nodes, producer=producer, validation=validation,
-              name=name, version=version_text(min(version, CURRENT)), assumptions=assumptions)
+              name=name, version=version_text(min(version, CURRENT)), assumptions=assumptions,
+              repeats=tensor_blocks + node_blocks)
     return g, dec.issues
 
 
@@ -264,36 +267,37 @@ def _list(dec: _Decoder, v: Any, key: str) -> list:
     return v
 
 
-def _tensors(dec: _Decoder, v: Any) -> tuple[Tensor, ...]:
-    out = []
-    for i, t in enumerate(_list(dec, v, "tensors")):
-        path = ("tensors", i)
-        d = dec.mapping(t, path, TENSOR_KEYS, "a tensor")
-        if d is None:
-            continue
-        n0 = len(dec.issues)
-        name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
-        ranks = dec.rank_list(d["ranks"], path + ("ranks",)) if "ranks" in d else dec.err(path, "missing 'ranks'")
-        dt = dec.get(d, "dtype", path, (str,), True, f"tensor {name}")
-        if dt is not None and dt not in dtypes.DTYPES:
-            dec.err(path + ("dtype",), f"unknown dtype {dt!r}; known: {', '.join(dtypes.DTYPES)}")
-        role = dec.get(d, "role", path, (str,), True, f"tensor {name}")
-        if role is not None and role not in ROLES:
-            dec.err(path + ("role",), f"unknown role {role!r}; known: {', '.join(ROLES)}")
-        density = dec.get(d, "density", path, (float,), False, f"tensor {name}")
-        if density is not None and not (0.0 < density <= 1.0):
-            dec.err(path + ("density",), f"density must be in (0, 1], got {density}")
-        value = dec.get(d, "value", path, (float,), False, f"tensor {name}")
-        if value is not None and role != "constant":
-            dec.err(path + ("value",), "only tensors with role 'constant' may have a value")
-        dec.since(d, "tensor", path)
-        generated = dec.get(d, "generated", path, (bool,), False, f"tensor {name}")
-        if generated is not None and (role != "constant" or value is not None or generated is not True):
-            dec.err(path + ("generated",), "only constants without a value may be generated, as 'generated: true'")
-        if len(dec.issues) == n0:
-            out.append(Tensor(name, ranks, dt, role, None if density is None else float(density),
-                              None if value is None else float(value), bool(generated)))
-    return tuple(out)
+def _tensors(dec: _Decoder, v: Any) -> tuple[tuple[Tensor, ...], tuple[Repeat, ...]]:
+    return decode_list(dec, _list(dec, v, "tensors"), "tensors", lambda t, path: _tensor(dec, t, path))
+
+
+def _tensor(dec: _Decoder, t: Any, path: tuple) -> Tensor | None:
+    d = dec.mapping(t, path, TENSOR_KEYS, "a tensor")
+    if d is None:
+        return None
+    n0 = len(dec.issues)
+    name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
+    ranks = dec.rank_list(d["ranks"], path + ("ranks",)) if "ranks" in d else dec.err(path, "missing 'ranks'")
+    dt = dec.get(d, "dtype", path, (str,), True, f"tensor {name}")
+    if dt is not None and dt not in dtypes.DTYPES:
+        dec.err(path + ("dtype",), f"unknown dtype {dt!r}; known: {', '.join(dtypes.DTYPES)}")
+    role = dec.get(d, "role", path, (str,), True, f"tensor {name}")
+    if role is not None and role not in ROLES:
+        dec.err(path + ("role",), f"unknown role {role!r}; known: {', '.join(ROLES)}")
+    density = dec.get(d, "density", path, (float,), False, f"tensor {name}")
+    if density is not None and not (0.0 < density <= 1.0):
+        dec.err(path + ("density",), f"density must be in (0, 1], got {density}")
+    value = dec.get(d, "value", path, (float,), False, f"tensor {name}")
+    if value is not None and role != "constant":
+        dec.err(path + ("value",), "only tensors with role 'constant' may have a value")
+    dec.since(d, "tensor", path)
+    generated = dec.get(d, "generated", path, (bool,), False, f"tensor {name}")
+    if generated is not None and (role != "constant" or value is not None or generated is not True):
+        dec.err(path + ("generated",), "only constants without a value may be generated, as 'generated: true'")
+    if len(dec.issues) != n0:
+        return None
+    return Tensor(name, ranks, dt, role, None if density is None else float(density),
+                  None if value is None else float(value), bool(generated))
 
 
 def _access(dec: _Decoder, v: Any, path: tuple) -> Access | None:
@@ -307,13 +311,8 @@ def _access(dec: _Decoder, v: Any, path: tuple) -> Access | None:
         return None
 
 
-def _nodes(dec: _Decoder, v: Any) -> tuple[Node, ...]:
-    out = []
-    for i, raw in enumerate(_list(dec, v, "nodes")):
-        node = _node(dec, raw, ("nodes", i))
-        if node is not None:
-            out.append(node)
-    return tuple(out)
+def _nodes(dec: _Decoder, v: Any) -> tuple[tuple[Node, ...], tuple[Repeat, ...]]:
+    return decode_list(dec, _list(dec, v, "nodes"), "nodes", lambda raw, path: _node(dec, raw, path))
 
 
 def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:

@@ -59,6 +59,8 @@ def keys(record: str) -> tuple[str, ...]:
 #: {(record, field): the version that added it}, for every field added after 1.0.
 SINCE: dict[tuple[str, str], tuple[int, int]] = {
     (record, f.name): f.since for record, fields in RECORDS.items() for f in fields if f.since > (1, 0)}
+#: An entry of the ``nodes`` or ``tensors`` list may be a repeat block (``{repeat: ...}``, :mod:`.repeat`) since 1.4.
+SINCE[("node", "repeat")] = SINCE[("tensor", "repeat")] = (1, 4)
 #: Fields the reader fills in when it reads a file older than the field (a migration), so a graph of
 #: that version may hold them; the encoder leaves them out of such a file.
 MIGRATED: frozenset[tuple[str, str]] = frozenset({("node", "kernel")})
@@ -72,6 +74,8 @@ class KindRule:
     allowed: frozenset[str]
 
 
+#: The version that added repeat blocks (``{repeat: ...}`` entries of ``nodes``/``tensors``; :mod:`.repeat`).
+REPEAT_SINCE: tuple[int, int] = SINCE[("node", "repeat")]
 #: Fields any node may have.
 COMMON_NODE: frozenset[str] = frozenset({"name", "kind", "op", "location", "kernel", "phase", "attrs"})
 KIND_RULES: dict[str, KindRule] = {
@@ -96,6 +100,8 @@ def fields_too_new(g: Any, version: tuple[int, int]) -> list[Issue]:
     records += [("tensor", ("tensors", i), t) for i, t in enumerate(g.tensors)]
     records += [("node", ("nodes", i), n) for i, n in enumerate(g.nodes)]
     out = []
+    if g.repeats and (msg := too_new("field 'repeat'", REPEAT_SINCE, version)):  # blocks: 1.4
+        out.append(Issue(("repeats",), msg))
     for record, path, obj in records:
         for f in RECORDS[record]:
             if f.since <= version or (record, f.name) in MIGRATED or not _used(getattr(obj, f.name, None)):

@@ -19,6 +19,7 @@ from ..graph import PHASES, Graph, Node
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
 from .kinds import fields_too_new
+from .repeat import check as check_repeats
 from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, VersionError, parse_version, too_new
 
 SOURCE_ROLES = ("input", "weight", "constant")
@@ -26,8 +27,7 @@ SOURCE_ROLES = ("input", "weight", "constant")
 
 def validate(g: Graph) -> list[Issue]:
     """Every semantic problem of ``g`` (errors and warnings); empty when valid."""
-    v = _Validator(g)
-    v.run()
+    (v := _Validator(g)).run()
     return v.issues
 
 
@@ -77,7 +77,7 @@ class _Validator:
         for i, n in enumerate(g.nodes):
             if n.phase is not None and n.phase not in PHASES:
                 self.err(("nodes", i, "phase"), f"node {n.name}: unknown phase {n.phase!r}; known: {', '.join(PHASES)}")
-        self.issues += fields_too_new(g, self.version)  # every field against the version that added it
+        self.issues += fields_too_new(g, self.version) + check_repeats(g)  # fields vs version; repeat blocks
         for j, u in enumerate(g.validation.unchecked):
             if u.node not in names:
                 self.err(("validation", "unchecked", j, "node"),

@@ -199,14 +199,14 @@ def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path)
     g = solar_io.loads(text)
     assert g.version == "1.0" and solar_io.dumps(g) == text
     new = migrate(yaml.safe_load(text))
-    assert new["version"] == "1.3" == solar_io.FORMAT_VERSION
+    assert new["version"] == "1.4" == solar_io.FORMAT_VERSION
     g2, issues = decode(new)
-    assert issues == [] and g2.version == "1.3"
+    assert issues == [] and g2.version == "1.4"
     # 1.3 declares each multi-node kernel (nodes of one source-op call) that 1.0 read from name prefixes
     kernel_lines = [ln for ln in solar_io.dumps(g2).splitlines() if ln.lstrip().startswith("kernel:")]
     assert len(kernel_lines) == sum(n.kernel is not None for n in g.nodes)
     undeclared = "\n".join(ln for ln in solar_io.dumps(g2).splitlines() if not ln.lstrip().startswith("kernel:"))
-    assert undeclared + "\n" == text.replace('version: "1.0"', 'version: "1.3"', 1)
+    assert undeclared + "\n" == text.replace('version: "1.0"', 'version: "1.4"', 1)
 
 
 @pytest.mark.parametrize("field, value, where", [

@@ -1,0 +1,171 @@
+"""Repeat blocks (format 1.4): a block of nodes or tensor declarations written once for many instances.
+
+A recurrence unrolled over time (a GRU's 512 steps in 12 layer-directions) is the same few nodes
+again and again, with only the step in their names and in one index. A block says so once::
+
+    - repeat:
+        var: t
+        start: 1
+        step: 1
+        count: 511
+        nodes:
+        - name: gru.l0.t{t}.hw.mm
+          ...
+          inputs:
+          - gru.l0.t{t-1}.h[S, HID]
+          - gru.l0.xw[t, S, G]
+
+Instance ``k`` sets ``t = start + k * step``: ``{t}``, ``{t+C}`` and ``{t-C}`` in names and
+tensor references become the value plus or minus ``C``, and the term ``t`` of an index expression
+becomes that integer. The graph in memory holds every instance (``Graph.nodes``/``Graph.tensors``
+are the unrolled graph, so each count and bound is the unrolled graph's) and a
+:class:`~solar_io.graph.Repeat` per block saying where its instances lie; the file holds the block.
+
+>>> fill("gru.l0.t{t-1}.h", "t", 5)
+'gru.l0.t4.h'
+>>> from solar_io.affine import parse_access
+>>> str(expand_access(parse_access("x[t + 1, B]"), "t", 3))
+'x[4, B]'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from functools import lru_cache
+
+from ..affine import Access, AffineExpr
+from ..errors import Issue
+from ..graph import Graph, Node, Repeat, Tensor
+
+#: A repeat variable: letters and digits (no ``_``: the decoder's placeholder tokens use it).
+VAR_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+SLOT = re.compile(r"\{([A-Za-z][A-Za-z0-9]*)([+-][0-9]+)?\}")
+_TOKEN = re.compile(r"__rep_([A-Za-z][A-Za-z0-9]*)(?:_([pm])([0-9]+))?__")
+
+
+@lru_cache(maxsize=8192)
+def _pieces(text: str, var: str) -> tuple[tuple[str, int | None], ...] | None:
+    """``text`` split into (literal, offset) pieces for ``var`` (offset None: the literal ends it);
+    None when ``text`` holds no slot of ``var``."""
+    out: list[tuple[str, int | None]] = []
+    pos = 0
+    for m in SLOT.finditer(text):
+        if m.group(1) != var:
+            continue
+        out.append((text[pos:m.start()], int(m.group(2) or 0)))
+        pos = m.end()
+    if not out:
+        return None
+    out.append((text[pos:], None))
+    return tuple(out)
+
+
+def fill(text: str, var: str, value: int) -> str:
+    """``text`` with every ``{var}``, ``{var+C}``, ``{var-C}`` replaced by ``value`` (+/- C)."""
+    pieces = _pieces(text, var)
+    if pieces is None:
+        return text
+    return "".join(lit if off is None else lit + str(value + off) for lit, off in pieces)
+
+
+def has_slot(text: str, var: str) -> bool:
+    """True when ``text`` holds a slot of ``var``."""
+    return _pieces(text, var) is not None
+
+
+def tokens(text: str) -> str:
+    """Slots as name-safe tokens (``{t-1}`` -> ``__rep_t_m1__``), so a block's names parse as names."""
+    def tok(m: re.Match) -> str:
+        off = m.group(2)
+        return f"__rep_{m.group(1)}__" if not off else \
+            f"__rep_{m.group(1)}_{'p' if off[0] == '+' else 'm'}{off[1:]}__"
+    return SLOT.sub(tok, text)
+
+
+def slots(text: str) -> str:
+    """The inverse of :func:`tokens`."""
+    def slot(m: re.Match) -> str:
+        if m.group(2) is None:
+            return "{" + m.group(1) + "}"
+        return "{" + m.group(1) + ("+" if m.group(2) == "p" else "-") + m.group(3) + "}"
+    return _TOKEN.sub(slot, text)
+
+
+def _expr(e: object, var: str, value: int) -> object:
+    if not isinstance(e, AffineExpr) or var not in e.ranks:
+        return e
+    c = dict(e.terms)[var]
+    return AffineExpr(tuple(t for t in e.terms if t[0] != var), e.const + c * value)
+
+
+def expand_access(a: Access, var: str, value: int) -> Access:
+    """``a`` in the instance where ``var`` is ``value``."""
+    name = fill(a.tensor, var, value)
+    if a.index is None or not any(var in getattr(e, "ranks", ()) for e in a.index):
+        return a if name == a.tensor else Access(name, a.index)
+    return Access(name, tuple(_expr(e, var, value) for e in a.index))  # type: ignore[misc]
+
+
+def expand_node(n: Node, var: str, value: int) -> Node:
+    """Node ``n`` of a block in the instance where ``var`` is ``value``."""
+    changes: dict = {"name": fill(n.name, var, value),
+                     "inputs": tuple(expand_access(a, var, value) for a in n.inputs),
+                     "outputs": tuple(expand_access(a, var, value) for a in n.outputs)}
+    if n.init is not None:
+        changes["init"] = fill(n.init, var, value)
+    if n.pad:
+        changes["pad"] = tuple((fill(t, var, value), dims) for t, dims in n.pad)
+    if n.kernel is not None:
+        changes["kernel"] = fill(n.kernel, var, value)
+    return replace(n, **changes)
+
+
+def expand_tensor(t: Tensor, var: str, value: int) -> Tensor:
+    """Tensor declaration ``t`` of a block in the instance where ``var`` is ``value``."""
+    name = fill(t.name, var, value)
+    return t if name == t.name else replace(t, name=name)
+
+
+def instances(r: Repeat) -> tuple:
+    """Every item of every instance of ``r``, in order (nodes, or tensors)."""
+    if r.nodes:
+        return tuple(expand_node(n, r.var, v) for v in r.values for n in r.nodes)
+    return tuple(expand_tensor(t, r.var, v) for v in r.values for t in r.tensors)
+
+
+def unrolled(g: Graph) -> Graph:
+    """``g`` without its repeat blocks: the same nodes and tensors, written out one by one."""
+    return replace(g, repeats=()) if g.repeats else g
+
+
+def check(g: Graph) -> list[Issue]:
+    """Errors of ``g``'s repeat blocks: a bad variable or count, instances out of range or overlapping,
+    or instances that differ from the graph's nodes/tensors they say they are."""
+    out: list[Issue] = []
+    ranks = dict(g.ranks)
+    covered: dict[str, list[tuple[int, int]]] = {"nodes": [], "tensors": []}
+    for i, r in enumerate(g.repeats):
+        path = ("repeats", i)
+        what = "nodes" if r.nodes else "tensors"
+        if bool(r.nodes) == bool(r.tensors):
+            out.append(Issue(path, "a repeat block holds either nodes or tensors (one non-empty list)"))
+            continue
+        if not VAR_RE.match(r.var) or r.var in ranks:
+            out.append(Issue(path + ("var",), f"repeat var {r.var!r} must be letters and digits and not a rank"))
+            continue
+        if r.count < 1 or r.step == 0:
+            out.append(Issue(path, f"repeat count must be >= 1 and step non-zero, got count {r.count}, step {r.step}"))
+            continue
+        items = g.nodes if r.nodes else g.tensors
+        end = r.at + r.count * r.size
+        if r.at < 0 or end > len(items):
+            out.append(Issue(path, f"repeat block covers {what} {r.at}..{end - 1}, the graph has {len(items)}"))
+            continue
+        if any(a < end and r.at < b for a, b in covered[what]):
+            out.append(Issue(path, f"repeat block over {what} {r.at}..{end - 1} overlaps another block"))
+            continue
+        covered[what].append((r.at, end))
+        if instances(r) != tuple(items[r.at:end]):
+            out.append(Issue(path, f"the instances of repeat block {i} differ from {what} {r.at}..{end - 1}"))
+    return out
