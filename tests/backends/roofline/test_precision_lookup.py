@@ -15,6 +15,7 @@ import pytest
 
 from solar_io import loads
 from solar_io.backends.roofline import bound
+from solar_io.backends.roofline.table import render
 from solar_io.format.yamltext import emit
 from solar_io.hardware import load_spec
 
@@ -117,6 +118,8 @@ def test_a_lookup_dequantised_w4a4_gemm_runs_at_the_fp4_peak_and_says_so():
                               "lut (16 entries, 4-bit codes of b), priced as the code width's float format; "
                               "scales: a_s, b_s)")
     assert "by a lookup in a table of at most 256 entries" in r.precision.policy
+    text = " ".join(render([r]).split())  # the printed report (wrapped) carries the assumption line
+    assert "repriced " + rep.describe() in text and "by a lookup in a table of at most 256 entries" in text
     # As written the product is fp32: the tf32 peak, 18x slower than the fp4 one; the old price.
     s = bound(g, "b200", cache_aware=False, strict_dequant=True)
     assert s.nodes[-1].loads[0].resource == "matrix/tf32" and close(s.nodes[-1].matrix_time, flops / TF32)
