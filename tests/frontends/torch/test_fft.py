@@ -64,11 +64,27 @@ def test_fft_of_a_complex_input_reads_and_writes_two_parts_an_element(tmp_path):
     assert solar_io.graph_metrics(g).boundary_bytes == 8 * B * N + 8 * B * N
 
 
-def test_a_complex_product_without_a_rule_is_opaque_not_a_product_of_parts(tmp_path):
-    """Multiplying the pairs part by part would be wrong; the op is opaque (listed) and validates."""
-    g = _capture(tmp_path, "a, b = xs\nreturn torch.view_as_real(torch.fft.rfft(a) * torch.fft.rfft(b))",
+def test_a_product_of_two_spectra_is_six_real_operations_an_element(tmp_path):
+    """FFT convolution (Hyena's fftconv): rfft(a) * rfft(b), then irfft. The product is lowered in real
+    arithmetic (never part by part); the three transforms are the only opaque nodes."""
+    B, L = 2, 8
+    F = L + 1  # rfft of a length-2L padded signal
+    g = _capture(tmp_path, "a, b = xs\n"
+                           f"y = torch.fft.rfft(a, n={2 * L}) * torch.fft.rfft(b, n={2 * L})\n"
+                           f"return torch.fft.irfft(y, n={2 * L})[..., :{L}]",
+                 f"torch.randn({B}, {L}), torch.randn({B}, {L})")
+    ops = sorted(n.op for n in g.nodes if n.kind == "opaque")
+    assert ops == ["aten._fft_c2r", "aten._fft_r2c", "aten._fft_r2c"]
+    m = solar_io.graph_metrics(g)
+    assert m.flops_vector == 6 * B * F and m.macs == 0
+    assert m.boundary_bytes == 2 * 4 * B * L + 4 * B * L
+
+
+def test_a_complex_quotient_without_a_rule_is_opaque_not_a_quotient_of_parts(tmp_path):
+    """Dividing the pairs part by part would be wrong; the op is opaque (listed) and validates."""
+    g = _capture(tmp_path, "a, b = xs\nreturn torch.view_as_real(torch.fft.rfft(a) / torch.fft.rfft(b))",
                  "torch.randn(2, 8), torch.randn(2, 8)")
     ops = [n.op for n in g.nodes if n.kind == "opaque"]
-    assert ops.count("aten._fft_r2c") == 2 and "aten.mul" in ops
-    (mul,) = [n for n in g.nodes if n.op == "aten.mul"]
-    assert "two complex tensors" in mul.reason
+    assert ops.count("aten._fft_r2c") == 2 and "aten.div" in ops
+    (div,) = [n for n in g.nodes if n.op == "aten.div"]
+    assert "complex tensor over a complex tensor" in div.reason

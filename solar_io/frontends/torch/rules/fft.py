@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..ctx import Args, LowerCtx, T, complex_part
 from ..registry import OPAQUE_REASONS, NoLowering, complex_rule
-from .shape import select_dim
+from .shape import concat, select_dim
 
 FFT_REASON = ("FFT, bytes-only bound: its inputs and outputs are counted at their sizes (complex ones as "
               "(real, imaginary) pairs) and its compute floor is 0; no FLOP count is claimed, since 5 N log2 N "
@@ -86,16 +86,32 @@ def _trailing(ctx: LowerCtx, x: T) -> T:
     return ctx.reshape(x, (*ctx.shape(x), 1), suffix="pair")
 
 
+def _product(ctx: LowerCtx, x: T, y: T, part: str) -> T:
+    """``x * y`` of two complex tensors as written in real arithmetic: ``re = x0 y0 - x1 y1``,
+    ``im = x0 y1 + x1 y0`` (4 multiplies and 2 adds an element), the parts stacked back."""
+    xd, yd = len(ctx.shape(x)) - 1, len(ctx.shape(y)) - 1
+    x0, x1 = select_dim(ctx, x, xd, 0, suffix="x0"), select_dim(ctx, x, xd, 1, suffix="x1")
+    y0, y1 = select_dim(ctx, y, yd, 0, suffix="y0"), select_dim(ctx, y, yd, 1, suffix="y1")
+    re = ctx.ew("sub", ctx.ew("mul", x0, y0, dtype=part, suffix="rr"), ctx.ew("mul", x1, y1, dtype=part, suffix="ii"),
+                dtype=part, suffix="re")
+    im = ctx.ew("add", ctx.ew("mul", x0, y1, dtype=part, suffix="ri"), ctx.ew("mul", x1, y0, dtype=part, suffix="ir"),
+                dtype=part, suffix="im")
+    parts = [ctx.reshape(t, (*ctx.shape(t), 1), suffix=f"{k}1") for k, t in (("re", re), ("im", im))]
+    return concat(ctx, parts, len(ctx.shape(re)))
+
+
 @complex_rule("aten.mul", "aten.div")
 def scale(ctx: LowerCtx, a: Args) -> T:
     """Complex times or over a real number or real tensor: both parts scaled, 2 operations an element.
-    Complex by complex has no rule yet (an opaque node, listed)."""
+    Complex times complex: :func:`_product`. Complex over complex has no rule (an opaque node, listed)."""
     if a.rounding_mode is not None:
         raise NoLowering(f"div rounding_mode={a.rounding_mode} of a complex tensor")
     part = _part_dtype(ctx)
     left, right = _is_complex(ctx, "self"), _is_complex(ctx, "other")
+    if left and right and ctx.op == "aten.mul":
+        return _product(ctx, a.self, a.other, part)
     if left and right:
-        raise NoLowering(f"{ctx.op} of two complex tensors (no complex product rule)")
+        raise NoLowering("a complex tensor over a complex tensor (no complex quotient rule)")
     if not left and ctx.op == "aten.div":
         raise NoLowering("a real number over a complex tensor")
     z, other = (a.self, a.other) if left else (a.other, a.self)
