@@ -17,8 +17,8 @@ tables declared ``generated`` (format 1.2: no bytes), as a fused kernel masks fr
 replaced by a ``jax.custom_vjp`` function with the same value:
 
 - forward (the jitted function ``solar_io_fused_attention_forward``): ``x``, the log-sum-exp rows
-  ``lse = max + log(sum exp(x - max))``, ``p = exp(x - lse)``, ``o``; it saves q, k, v, the extras
-  and ``lse``, never ``p``.
+  ``lse = max + log(sum exp(x - max))`` (in fp32 at least, as a kernel's accumulators),
+  ``p = exp(x - lse)``, ``o``; it saves q, k, v, the extras and ``lse``, never ``p``.
 - backward (``solar_io_fused_attention_backward``): ``x`` recomputed from q and k, ``p = exp(x - lse)``,
   ``dp, dv`` (the transpose of ``o = p v``), ``dx = p * (dp - sum_A p * dp)``, then ``dq, dk`` and the
   floating extras' gradients (a learned bias) through the transpose of ``mod`` and ``q k^T``.
@@ -93,6 +93,7 @@ def fused(r: Region) -> Callable[..., Any]:
     axes, side = r.axes, r.p_side
     p_dtype = r.pv.invars[side].aval.dtype
     floating = [i for i, v in enumerate(r.extras) if jnp.issubdtype(v.aval.dtype, jnp.inexact)]
+    stats = jnp.promote_types(r.x.aval.dtype, jnp.float32)  # the softmax statistics: fp32 at least (kernels' own)
 
     def scores(q: Any, k: Any, extras: Sequence[Any]) -> Any:  # noqa: ANN401
         return _replay(r, _bind(r.qk, [q, k])[0], extras)
@@ -101,7 +102,7 @@ def fused(r: Region) -> Callable[..., Any]:
         return _bind(r.pv, [p, v] if side == 0 else [v, p])[0]
 
     def forward(q: Any, k: Any, v: Any, *extras: Any) -> Any:  # noqa: ANN401
-        x = scores(q, k, extras)
+        x = scores(q, k, extras).astype(stats)
         mx = jnp.max(x, axis=axes, keepdims=True)
         lse = mx + jnp.log(jnp.sum(jnp.exp(x - mx), axis=axes, keepdims=True))
         return attend(jnp.exp(x - lse).astype(p_dtype), v), lse
@@ -114,11 +115,11 @@ def fused(r: Region) -> Callable[..., Any]:
             return scores(q, k, ex)
 
         x, vjp_scores = jax.vjp(of, q, k, *[extras[i] for i in floating])
-        p = jnp.exp(x - lse)
+        p = jnp.exp(x.astype(stats) - lse)
         dp, dv = jax.vjp(attend, p.astype(p_dtype), v)[1](d_o)
-        dp = dp.astype(x.dtype)
+        dp = dp.astype(stats)
         dx = p * (dp - jnp.sum(p * dp, axis=axes, keepdims=True))
-        dq, dk, *d_extras = vjp_scores(dx)
+        dq, dk, *d_extras = vjp_scores(dx.astype(x.dtype))
         return dq, dk, dv, tuple(d_extras)
 
     fwd_call, bwd_call = _named(forward, FORWARD), _named(backward, BACKWARD)

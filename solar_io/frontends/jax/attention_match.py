@@ -124,8 +124,8 @@ def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int) -> Region | N
         red = _eqn(jaxpr, prod, _through(jaxpr, prod, den, ("broadcast_in_dim", "reshape", "convert_element_type")),
                    "reduce_sum")
         sub = _eqn(jaxpr, prod, exp.invars[0], "sub") if exp is not None else None
-        if sub is None or red is None or red.invars[0] is not num:
-            continue
+        if sub is None or red is None or _through(jaxpr, prod, red.invars[0], ("convert_element_type",)) is not num:
+            continue  # (a bf16 softmax sums its exponentials in fp32: a cast between)
         axes = tuple(sorted(int(a) for a in red.params["axes"]))
         x, c = sub.invars
         xs, cs = tuple(x.aval.shape), tuple(np.shape(c.aval) if hasattr(c, "aval") else ())
@@ -145,6 +145,7 @@ def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int) -> Region | N
         shift = _descendants(jaxpr, q_i, shift_up)
         softmax = {prod[sub.outvars[0]], prod[num], prod[red.outvars[0]], prod[p]}
         softmax |= _between(jaxpr, prod, den, red) | _between(jaxpr, prod, pv.invars[side], div)
+        softmax |= _between(jaxpr, prod, red.invars[0], exp)
         region = {q_i, j} | chain | shift | softmax
         if any(jaxpr.eqns[i].primitive.name not in _SHIFT | {"dot_general", "reduce_sum", "exp", "div"}
                and not _pointwise(jaxpr.eqns[i], POINTWISE) for i in region):

@@ -127,3 +127,22 @@ def test_unmatched_attention_stays_on_the_math_path() -> None:
     got = jax.grad(loss(fn), argnums=(0, 1, 2))(*args)
     want = jax.grad(loss(jax.nn.dot_product_attention), argnums=(0, 1, 2))(*args)
     assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(got, want, strict=True))
+
+
+def test_flax_bf16_attention_is_fused():
+    # Flax's MultiHeadDotProductAttention in bf16 sums its softmax's exponentials in fp32 (casts between):
+    # still one region; values and gradients agree with the math path to bf16 precision
+    nn = pytest.importorskip("flax.linen")
+    m = nn.MultiHeadDotProductAttention(num_heads=4, qkv_features=32, dtype=jnp.bfloat16)
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 12, 32)), jnp.float32)
+    params = m.init(jax.random.PRNGKey(0), x, x)
+
+    def f(p, x):  # noqa: ANN001, ANN202
+        return m.apply(p, x, x)
+
+    fn, n = fuse_attention(f, (params, x))
+    assert n == 1
+    assert np.allclose(np.asarray(fn(params, x), np.float32), np.asarray(f(params, x), np.float32), atol=3e-2)
+    grad = lambda g: jax.grad(lambda p: (g(p, x).astype(jnp.float32) ** 2).sum())(params)  # noqa: E731
+    got, want = jax.tree_util.tree_leaves(grad(fn)), jax.tree_util.tree_leaves(grad(f))
+    assert all(np.allclose(a, b, atol=0.1, rtol=0.05) for a, b in zip(got, want, strict=True))
