@@ -175,6 +175,7 @@ class GroupResult:
     fallback: bool = False  # an ILP reached its time limit: Q is the provable floor
     resident: float = 0.0  # bytes of Q that on-chip memory may have kept from earlier groups (not in traffic)
     achieved: float | None = None  # bytes the tiling found moves (a tiled einsum; >= traffic + resident)
+    consecutive: bool = True  # False: a convex group the branch order runs together, not a run of the file's order
 
     @property
     def floor_ratio(self) -> float | None:
@@ -206,7 +207,12 @@ class CacheAware:
     fallbacks: tuple[str, ...] = ()  # first node of each chosen group whose ILP reached its time limit
     # Every candidate group (first node, last node, traffic Q): what the inverse roofline re-partitions.
     candidates: tuple[tuple[int, int, float], ...] = field(default=(), compare=False, repr=False)
-    spans: tuple[tuple[int, int], ...] = ()  # (first, last) node index of each chosen group
+    spans: tuple[tuple[int, int], ...] = ()  # (first, last) node index of each chosen group of the file's order
+    # The branch order (solar_io.backends.tiling.schedule), when it is not the file's: its node indices by
+    # position, its candidate groups (first, last position, Q) and (first, last position) of each chosen one.
+    branch_order: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    branch_candidates: tuple[tuple[int, int, float], ...] = field(default=(), compare=False, repr=False)
+    branch_spans: tuple[tuple[int, int], ...] = ()
 
 
 # ---------------------------------------------------------------- inverse roofline (inverse)

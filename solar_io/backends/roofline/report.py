@@ -118,7 +118,7 @@ def _cache(r: Report) -> dict[str, Any] | None:
         "groups": [{"nodes": list(gr.nodes), "kind": gr.kind, "traffic": gr.traffic, "floor": gr.floor,
                     "avoided": gr.avoided, "compute_s": gr.compute, "time_s": gr.time, "detail": gr.detail,
                     "fallback": gr.fallback, "resident": gr.resident, "floor_ratio": gr.floor_ratio,
-                    "achieved": gr.achieved}
+                    "achieved": gr.achieved, "consecutive": gr.consecutive}
                    for gr in c.groups],
         "fallbacks": list(c.fallbacks),
         "distinct_einsum_ilps": c.ilps_solved,

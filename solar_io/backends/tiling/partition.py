@@ -12,12 +12,17 @@ program runs as one kernel) and the whole graph as one group. For each candidate
 - ``time = max(compute, Q / DRAM bandwidth)``; ``avoided``: the intermediate bytes a multi-node
   group keeps on chip (their writes and reads), the traffic fusion saves.
 
-Partition: dynamic programming over the order, ``best[j] = min_i best[i-1] + time(i..j)``. The
-result is then ``max(partition time, fused time)``: each group's Q is at least its external bytes,
-so the sum of the group traffics is at least the graph's boundary bytes and the sum of per-group
-compute maxima at least the busiest unit's total; the max is a guard that the report flags if it
-ever binds. With unlimited S the whole graph fits, the one-group partition is the fused bound, and
-nothing beats it.
+Partition: dynamic programming over the order, ``best[j] = min_i best[i-1] + time(i..j)``. Where
+the capture interleaves independent branches, the groups may also be runs of the *branch order*
+(:mod:`.schedule`: a topological order that follows chains), which are convex node sets though not
+consecutive in the file: the two orders share their states wherever both have run the same nodes,
+so a schedule may switch between them there; the search only grows, so the bound only drops, and
+every partition it finds is a schedule of real kernels. Groups that are not runs of the file's
+order are reported (``consecutive: false``). The result is then ``max(partition time, fused time)``:
+each group's Q is at least its external bytes, so the sum of the group traffics is at least the
+graph's boundary bytes and the sum of per-group compute maxima at least the busiest unit's total;
+the max is a guard that the report flags if it ever binds. With unlimited S the whole graph fits,
+the one-group partition is the fused bound, and nothing beats it.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
 from ..result import CacheAware, GroupResult
-from ..traffic.graph import GraphTraffic, traffic_of
+from ..traffic.graph import GraphTraffic, reordered, traffic_of
 from ..traffic.residency import on_chip_capacity
 from .ilp import STATS, TIME_LIMIT
+from .schedule import Alternative, branch_order, regions
 from .segments import GENERATION, Segments
+from .structure import structure, with_contexts
 
 UNIT_NAMES = ("matrix", "vector", "special")
 
@@ -100,9 +107,10 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     distinct0, hits0, chains0 = seg.distinct, seg.span_hits, seg.chain_ilps
     credit: Credit = view.memo("credit", lambda: Credit(view))
     held = capacity if residency else 0.0  # what on-chip memory may keep between groups
+    units = [tuple(u.get(x, 0.0) for x in UNIT_NAMES) for u in unit_times]
+    alt = _alternative(view, units, capacity, bound, max_group, time_limit, held, reuse)
     phases["structure"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    units = [tuple(u.get(x, 0.0) for x in UNIT_NAMES) for u in unit_times]
     best = [0.0] + [math.inf] * n
     choice: list[tuple[int, float, float] | None] = [None] * (n + 1)  # (start, compute, time) of the last group
     spans: dict[tuple[int, int], object] = {}
@@ -132,6 +140,8 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
                 best[j + 1] = best[i] + t
                 choice[j + 1] = (i, compute, t)
                 spans[(i, j)] = s
+        if alt is not None:  # the branch order's groups ending here (:mod:`.schedule`)
+            alt.step(j, best, choice, bw)
     if n > max_group:  # the whole graph as one group
         s = seg.span(0, n - 1)
         if s is not None:
@@ -145,8 +155,21 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     phases["partition"] = time.perf_counter() - t1
     groups: list[GroupResult] = []
     chosen: list[tuple[int, int]] = []
-    j = n
+    in_branch: list[tuple[int, int]] = []
+    j, branch = n, False  # branch: j is a state of the branch order's own (not a cut)
     while j > 0:
+        if branch or choice[j][1] is None:  # type: ignore[index]  # a group of the branch order (alt is set)
+            a, b, comp, tt, s = alt.back[j]  # type: ignore[union-attr]
+            in_branch.append((a, b))
+            kept = alt.credit.of(a, b, held)  # type: ignore[union-attr]
+            members = [alt.order[k] for k in range(a, b + 1)]  # type: ignore[union-attr]
+            groups.append(GroupResult(nodes=tuple(g.nodes[k].name for k in members), kind=s.kind,
+                                      traffic=s.traffic - kept, floor=s.floor, compute=comp, time=tt,
+                                      detail=alt.seg.detail(a, s), avoided=s.avoided,  # type: ignore[union-attr]
+                                      fallback=s.fallback, resident=kept, achieved=s.achieved,
+                                      consecutive=max(members) - min(members) == b - a))
+            j, branch = a, not alt.cut[a]  # type: ignore[union-attr]
+            continue
         i, compute, t = choice[j]  # type: ignore[misc]
         chosen.append((i, j - 1))
         s = spans[(i, j - 1)]
@@ -169,7 +192,39 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
                       ilps_solved=STATS["solved"] - solved0, chain_ilps=seg.chain_ilps - chains0, phases=phases,
                       segments_solved=seg.distinct - distinct0, segments_reused=seg.span_hits - hits0,
                       fallbacks=tuple(gr.nodes[0] for gr in groups if gr.fallback), candidates=tuple(candidates),
-                      spans=tuple(reversed(chosen)))
+                      spans=tuple(reversed(chosen)),
+                      branch_order=() if alt is None else tuple(alt.order),
+                      branch_candidates=() if alt is None else tuple(alt.candidates),
+                      branch_spans=tuple(reversed(in_branch)))
+
+
+def _alternative(view: GraphTraffic, units: list[tuple[float, ...]], capacity: float, bound: str, max_group: int,
+                 time_limit: float | None, held: float, reuse: bool) -> Alternative | None:
+    """The search of the branch order's groups (:mod:`.schedule`), or None when that order is the file's.
+    Its reordered traffic model and segment tables are kept on ``view`` for every later capacity and chip;
+    its structure reuses the node keys of the file's order and describes only the stretches where the two
+    orders differ, widened by a group's length."""
+    got = view.memo("branch order", lambda: _reorder(view))
+    if got is None:
+        return None
+    order, v2 = got
+    runs = tuple(range(c0, c1) for c0, c1 in regions(order, max_group - 1))
+    if not reuse:
+        seg = Segments(v2.graph, v2.metrics, v2, capacity, bound, max_group, time_limit, False)
+    else:
+        s0 = view.memo(("structure", max_group), lambda: structure(view.graph, view.metrics.nodes, view, max_group))
+        v2.memo(("structure", max_group),
+                lambda: with_contexts(v2.graph, v2, tuple(s0.node[k] for k in order), max_group, runs))
+        seg = v2.memo(("segments", capacity, bound, max_group, time_limit, GENERATION[0]),
+                      lambda: Segments(v2.graph, v2.metrics, v2, capacity, bound, max_group, time_limit, True))
+    credit: Credit = v2.memo("credit", lambda: Credit(v2))
+    return Alternative(seg, credit, [units[k] for k in order], order, v2.spans, max_group, held)
+
+
+def _reorder(view: GraphTraffic) -> tuple[tuple[int, ...], GraphTraffic] | None:
+    """The branch order of ``view``'s graph and the traffic model in that order (None: the file's order)."""
+    order = branch_order(view.graph, view.root, view.spans)
+    return None if order is None else (order, reordered(view, order))
 
 
 __all__ = ["CacheAware", "GroupResult", "cache_aware", "capacity_of"]

@@ -43,6 +43,11 @@ def note(ca: CacheAware) -> str:
     if ca.fallbacks:
         text += (f"; {len(ca.fallbacks)} group(s) use their provable floor: their ILP reached its time limit "
                  f"({', '.join(ca.fallbacks[:5])}{' ...' if len(ca.fallbacks) > 5 else ''})")
+    apart = [gr.nodes for gr in ca.groups if not gr.consecutive]
+    if apart:
+        shown = "; ".join("{" + ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "") + "}" for nodes in apart[:3])
+        text += (f"; {len(apart)} group(s) are convex node sets that are not consecutive in the file's node order, "
+                 f"run together by a reordered schedule ({shown}{' ...' if len(apart) > 3 else ''})")
     if ca.raised_to_fused:
         text += "; raised to the fused bound"
     return text

@@ -25,7 +25,7 @@ Two segments ``i..j`` and ``i'..j'`` of at most ``window`` nodes with equal cont
 the same problem: inside the segment, the references identify which accesses share a root, the
 offsets say which roots are produced inside and which are read outside or are outputs, and the
 node keys give the einsums, so external bytes, resident bytes, floors, chain options and avoided
-bytes agree (tested against fresh solves in ``tests/test_tiling_scale.py``).
+bytes agree (tested against fresh solves in ``tests/backends/tiling/test_tiling_scale.py``).
 """
 
 from __future__ import annotations
@@ -77,36 +77,44 @@ class Structure:
 def structure(g: Graph, metrics: tuple[NodeMetrics, ...], v: GraphTraffic, window: int) -> Structure:
     """Node and context ids of every node of ``g`` for segments of at most ``window`` nodes."""
     node_ids: dict[tuple, int] = {}
-    ctx_ids: dict[tuple, int] = {}
     nodes: list[int] = []
-    ctxs: list[int] = []
-    roots_of: list[tuple[str, ...]] = []
-    last: dict[str, tuple[int, int]] = {}
+    for k, (node, m) in enumerate(zip(g.nodes, metrics, strict=True)):
+        accesses = (*node.inputs, *node.outputs)
+        faithful = tuple(v.chains.faithful(a.tensor) for a in accesses) if v.chains is not None else ()
+        key = (node_key(g, node, m), faithful, tuple(sorted(v.reads[k].values())), tuple(sorted(v.writes[k].values())))
+        nodes.append(node_ids.setdefault(key, len(node_ids)))
+    return with_contexts(g, v, tuple(nodes), window, (range(len(g.nodes)),))
+
+
+def with_contexts(g: Graph, v: GraphTraffic, nodes: tuple[int, ...], window: int,
+                  runs: tuple[range, ...]) -> Structure:
+    """The :class:`Structure` of ``g`` with node ids ``nodes`` and the contexts of the nodes in ``runs``
+    (ranges of positions; a reference never reaches back before its run's start, so only segments
+    inside one run may share a context). A node outside every run gets a context of its own."""
+    ctx_ids: dict[tuple, int] = {}
+    ctxs = [-1 - k for k in range(len(g.nodes))]
+    roots_of = [tuple(dict.fromkeys(v.root[a.tensor] for a in (*n.inputs, *n.outputs))) for n in g.nodes]
     tmap = g.tensor_map
 
     def near(d: int) -> int | None:
         return d if -window < d < window else None
 
-    for k, (node, m) in enumerate(zip(g.nodes, metrics, strict=True)):
-        accesses = (*node.inputs, *node.outputs)
-        faithful = tuple(v.chains.faithful(a.tensor) for a in accesses) if v.chains is not None else ()
-        key = (node_key(g, node, m), faithful, tuple(sorted(v.reads[k].values())), tuple(sorted(v.writes[k].values())))
-        nk = node_ids.setdefault(key, len(node_ids))
-        roots = tuple(dict.fromkeys(v.root[a.tensor] for a in (*node.inputs, *node.outputs)))
-        desc = []
-        for p, r in enumerate(roots):
-            prev = last.get(r)
-            ref = (k - prev[0], prev[1]) if prev is not None and k - prev[0] < window else None
-            last[r] = (k, p)
-            prod = v.producer.get(r)
-            cons = tuple(sorted({near(c - k) for c in v.consumers.get(r, ())}, key=lambda x: (x is None, x or 0)))
-            desc.append((ref, tmap[r].ranks, v.size.get(r, 0.0), None if prod is None else ("p", near(prod - k)),
-                         cons, r in v.output, v.exposed.get(r), v.reads[k].get(r), v.writes[k].get(r)))
-        nodes.append(nk)
-        where = tuple(roots.index(v.root[a.tensor]) for a in (*node.inputs, *node.outputs))
-        ctxs.append(ctx_ids.setdefault((nk, tuple(desc), where), len(ctx_ids)))
-        roots_of.append(roots)
-    return Structure(tuple(nodes), tuple(ctxs), tuple(roots_of), window)
+    for run in runs:
+        last: dict[str, tuple[int, int]] = {}
+        for k in run:
+            node, nk, roots = g.nodes[k], nodes[k], roots_of[k]
+            desc = []
+            for p, r in enumerate(roots):
+                prev = last.get(r)
+                ref = (k - prev[0], prev[1]) if prev is not None and k - prev[0] < window else None
+                last[r] = (k, p)
+                prod = v.producer.get(r)
+                cons = tuple(sorted({near(c - k) for c in v.consumers.get(r, ())}, key=lambda x: (x is None, x or 0)))
+                desc.append((ref, tmap[r].ranks, v.size.get(r, 0.0), None if prod is None else ("p", near(prod - k)),
+                             cons, r in v.output, v.exposed.get(r), v.reads[k].get(r), v.writes[k].get(r)))
+            where = tuple(roots.index(v.root[a.tensor]) for a in (*node.inputs, *node.outputs))
+            ctxs[k] = ctx_ids.setdefault((nk, tuple(desc), where), len(ctx_ids))
+    return Structure(nodes, tuple(ctxs), tuple(roots_of), window)
 
 
-__all__ = ["Structure", "node_key", "structure"]
+__all__ = ["Structure", "node_key", "structure", "with_contexts"]

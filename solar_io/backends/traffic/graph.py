@@ -22,7 +22,8 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from solar_io.graph import Graph
@@ -105,6 +106,34 @@ def build_traffic(g: Graph, gm: GraphMetrics | None = None) -> GraphTraffic:
                         chains.exposed(), tuple(kernels(g)), first, {t: c[-1] for t, c in consumers.items()})
 
 
+def reordered(gt: GraphTraffic, order: Sequence[int]) -> GraphTraffic:
+    """The traffic model of ``gt``'s graph with its nodes run in ``order`` (node indices, a topological
+    order that keeps each kernel whole: :func:`solar_io.backends.tiling.schedule.branch_order`), derived
+    from ``gt`` without re-reading the graph; kept on the new graph as :func:`traffic_of` keeps it. Its
+    kernels are ``gt``'s, moved (``spans``; the new graph's nodes keep their declarations)."""
+    g, gm = gt.graph, gt.metrics
+    g2 = replace(g, nodes=tuple(g.nodes[k] for k in order))
+    gm2 = replace(gm, nodes=tuple(gm.nodes[k] for k in order))
+    pos = [0] * len(order)
+    for p, k in enumerate(order):
+        pos[k] = p
+    spans = tuple(sorted((pos[i], pos[i] + j - i) for i, j in gt.spans))
+    if any(pos[j] != pos[i] + j - i for i, j in gt.spans):
+        raise ValueError("reordered: the order splits a kernel")
+    per_node = tuple(gt.nodes[k] for k in order)
+    consumers = {t: tuple(sorted(pos[c] for c in cs)) for t, cs in gt.consumers.items()}
+    producer = {t: pos[k] for t, k in gt.producer.items()}
+    first: dict[str, int] = {}
+    for p, tr in enumerate(per_node):
+        for t in (*tr.reads, *tr.writes):
+            first.setdefault(t, p)
+    got = GraphTraffic(g2, gm2, gt.chains, per_node, gt.root, producer, consumers, gt.output,
+                       tuple(tr.reads for tr in per_node), tuple(tr.writes for tr in per_node), gt.size, gt.exposed,
+                       spans, first, {t: c[-1] for t, c in consumers.items()})
+    vars(g2)[_SLOT] = got
+    return got
+
+
 _SLOT = "_solar_io_traffic"  # the instance attribute a graph's traffic is kept in, as cached properties are
 
 
@@ -117,4 +146,4 @@ def traffic_of(g: Graph, gm: GraphMetrics | None = None) -> GraphTraffic:
     return got
 
 
-__all__ = ["GraphTraffic", "build_traffic", "traffic_of"]
+__all__ = ["GraphTraffic", "build_traffic", "reordered", "traffic_of"]
