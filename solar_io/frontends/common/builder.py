@@ -26,6 +26,7 @@ from math import prod
 from ...affine import Access, AffineExpr, parse_expr
 from ...format.kernels import declare_kernels
 from ...graph import Graph, Node, Producer, Scalar, Tensor, Validation
+from .repeat_build import blocks
 
 _FAMILY = re.compile(r"^(.*?)(\d*)$")
 _NAME_OK = re.compile(r"[^A-Za-z0-9_.:/\-]")
@@ -74,6 +75,7 @@ class GraphBuilder:
     nodes: list[Node] = field(default_factory=list)
     _node_names: set[str] = field(default_factory=set)
     output_names: list[str] = field(default_factory=list)
+    repeats: list = field(default_factory=list)  # blocks emitted by repeat_build.replicate
 
     # ------------------------------------------------------------------ ranks
     def rank(self, hint: str, size: int, avoid: Iterable[str] = ()) -> str:
@@ -292,8 +294,9 @@ class GraphBuilder:
             tensors.append(Tensor(t.name, ranks, t.dtype, t.role, t.density, t.value, t.generated))
         used = {r for t in tensors for r in t.ranks} | {r for n in nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.sizes.items() if r in used)
-        return Graph(ranks, tuple(tensors), declare_kernels(nodes), producer or Producer(),
-                     validation or Validation(), name)
+        nodes = declare_kernels(nodes)
+        return Graph(ranks, tuple(tensors), nodes, producer or Producer(), validation or Validation(), name,
+                     repeats=blocks(self.repeats, nodes, tensors))
 
     def numel(self, tensor: str) -> int:
         return prod(self.tensors[tensor].shape)

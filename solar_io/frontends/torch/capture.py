@@ -158,8 +158,10 @@ def decompose(ep: Any, also: frozenset = frozenset()) -> Any:
 
 
 def capture_source(source: Source, *, validate: bool = True, strict: bool = False, seed: int = 0,
-                   validate_budget: int = DEFAULT_BUDGET, routing: Routing | str | None = None) -> Capture:
-    """Capture ``source`` into a Graph with its validation record.
+                   validate_budget: int = DEFAULT_BUDGET, routing: Routing | str | None = None,
+                   repeat: bool = True) -> Capture:
+    """Capture ``source`` into a Graph with its validation record (``repeat=False``: no repeat blocks,
+    every recurrent step lowered on its own; the graph is the same).
 
     ``routing`` (``observed``, ``uniform``, ``balanced``, ``skewed=ALPHA``; :mod:`.routing`) is the MoE
     routing a value-specialised capture assumes; it changes nothing in a program without
@@ -169,11 +171,11 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     plans: list[Plan] = []
     ep = export(source, routing=routing, budget=validate_budget, seed=seed, plan_out=plans)
     plan = plans[0] if plans else None
-    lowered = lower(ep, source.name)
+    lowered = lower(ep, source.name, repeat=repeat)
     retry = frozenset(t for t in lowered.opaque_targets if t in torch.export.default_decompositions())
     if retry:  # a rule declined these ops (NoLowering): lower their decompositions instead
         ep = decompose(ep, retry)
-        lowered = lower(ep, source.name)
+        lowered = lower(ep, source.name, repeat=repeat)
     if strict and lowered.opaque:
         node, op, reason = lowered.opaque[0]
         raise NoRuleError(f"{source.name}: op {op} (node {node}): {reason} (--strict)")

@@ -112,6 +112,8 @@ class LowerCtx:
     selections: list[tuple[str, str, int]] = field(default_factory=list)
     #: assumptions a rule made that change a number (graph ``assumptions``, format 1.3)
     assumptions: list[Any] = field(default_factory=list)
+    #: rules may emit repeated steps as instances of a template (repeat blocks, format 1.4)
+    repeat: bool = True
 
     # ------------------------------------------------------------------ facts
     @property

@@ -57,11 +57,12 @@ class Lowered:
     assumptions: list[Any] = field(default_factory=list)  # what rules assumed (graph assumptions)
 
 
-def lower(ep: Any, source_name: str | None = None, strict: bool = False) -> Lowered:
-    """Lower every node of ``ep`` (an ExportedProgram) into a GraphBuilder."""
+def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat: bool = True) -> Lowered:
+    """Lower every node of ``ep`` (an ExportedProgram) into a GraphBuilder (``repeat``: rules may emit
+    repeated structure as instances of a template, written as repeat blocks; False lowers each one)."""
     load_rules()
     b = GraphBuilder()
-    ctx = LowerCtx(b, source_name)
+    ctx = LowerCtx(b, source_name, repeat=repeat)
     env: dict[Any, Any] = {}
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     sources: dict[str, tuple[str, str]] = {}

@@ -4,12 +4,17 @@ Per layer and direction, the input projection of every time step is one contract
 (``x @ W_ih^T + b_ih`` over the whole sequence, as cuDNN does); each step then does the
 recurrent contraction ``h @ W_hh^T`` and the gate arithmetic. Steps read their slice of the
 projection through views; the outputs of the steps are joined by a concat over time.
+
+From the third step on, the steps are not lowered again: they are instances of the second
+(:mod:`..repeat_steps`), emitted at once and written to the file as one repeat block (format 1.4).
 """
 
 from __future__ import annotations
 
+from ....format.repeat import fill
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
+from ..repeat_steps import repeat_outputs, repeat_steps
 from .matmul import matmul_t
 from .shape import concat, select_dim, slice_dim
 
@@ -57,15 +62,23 @@ def _run(ctx: LowerCtx, a: Args, cell: str) -> tuple:
             _bind_weights(ctx, w_ih, w_hh, ctx.ranks(layer_in)[-1], hidden)
             xw = _linear(ctx, layer_in, w_ih, b_ih, f"{tag}.xw")
             state = [select_dim(ctx, s, 0, k, suffix=f"{tag}.init{i}") for i, s in enumerate(hx)]
-            order = range(steps - 1, -1, -1) if d else range(steps)
+            order = list(range(steps - 1, -1, -1)) if d else list(range(steps))
             hs: dict[int, T] = {}
-            for t in order:
+            mark = (0, 0)
+            for p, t in enumerate(order):
+                if p == 1:
+                    mark = (len(ctx.b.nodes), len(ctx.b.tensors))
+                if p == 2 and ctx.repeat and (rest := repeat_steps(ctx, f"{ctx.name}.{tag}", order, mark, tdim,
+                                                                   [s.name for s in state])) is not None:
+                    hs.update({u: T(fill(rest[0], "t", u)) for u in order[2:]})
+                    state = [T(fill(n, "t", order[-1])) for n in rest]
+                    break
                 xt = select_dim(ctx, xw, tdim, t, suffix=f"{tag}.x{t}")
                 state = _cell(ctx, cell, xt, state, w_hh, b_hh, hidden, f"{tag}.t{t}")
                 hs[t] = state[0]
             for i, s in enumerate(state):
                 finals[i].append(s)
-            seq = [ctx.reshape(hs[t], _insert(ctx.shape(hs[t]), tdim), suffix=f"{tag}.o{t}") for t in range(steps)]
+            seq = _outputs(ctx, hs, steps, tdim, tag)
             outs_dir.append(concat(ctx, seq, tdim, suffix=f"{tag}.out") if steps > 1 else seq[0])
         layer_in = concat(ctx, outs_dir, 2, suffix=f"l{layer}.out") if dirs > 1 else outs_dir[0]
     stacked = []
@@ -73,6 +86,17 @@ def _run(ctx: LowerCtx, a: Args, cell: str) -> tuple:
         parts = [ctx.reshape(f, [1] + list(ctx.shape(f)), suffix=f"final{i}.{j}") for j, f in enumerate(fs)]
         stacked.append(concat(ctx, parts, 0, suffix=f"final{i}") if len(parts) > 1 else parts[0])
     return (layer_in, *stacked)
+
+
+def _outputs(ctx: LowerCtx, hs: dict[int, T], steps: int, tdim: int, tag: str) -> list[T]:
+    """Each step's state with a time dim of 1 (to concat along time): two reshapes lowered, the rest
+    their instances (``repeat_outputs``) when the context emits repeats."""
+    seq: list[T] = []
+    for t in range(steps):
+        if t == 2 and ctx.repeat and (names := repeat_outputs(ctx, f"{ctx.name}.{tag}", steps)) is not None:
+            return seq + [T(n) for n in names]
+        seq.append(ctx.reshape(hs[t], _insert(ctx.shape(hs[t]), tdim), suffix=f"{tag}.o{t}"))
+    return seq
 
 
 def _insert(shape: tuple[int, ...], dim: int) -> list[int]:
