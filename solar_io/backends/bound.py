@@ -43,7 +43,7 @@ from .roofline.model import BoundError, PeakModel, parse_compute_dtype
 from .roofline.precision import Policy, PrecisionPlan, analyse, record
 from .traffic.graph import GraphTraffic, traffic_of
 from .traffic.kernels import kernel_groups, kernel_traffic
-from .traffic.residency import NodeTraffic, dram_bytes, on_chip_capacity
+from .traffic.residency import NodeTraffic, at_capacity, dram_parts, on_chip_capacity
 
 NOT_COMPUTED = "not computed: finite on-chip memory comes in a later version"
 
@@ -205,8 +205,10 @@ def _report(gt: GraphTraffic, spec: HardwareSpec, clock_note: str | None, option
     g = gt.graph
     bw = float(spec.dram_bandwidth)  # type: ignore[arg-type]
     s, s_source = on_chip_capacity(spec, capacity) if residency else (0.0, "--no-residency")
-    dram = dram_bytes(g, gt.nodes, s, gt.chains)
-    kdram = dram_bytes(g, ktraffic, s, gt.chains)
+    # the capacity-independent parts of both byte counts are kept per graph (the kernels' per traffic list)
+    dram = at_capacity(gt.memo("dram parts", lambda: dram_parts(g, gt.nodes, gt.chains)), s)
+    kparts = gt.memo(("kernel dram parts", id(ktraffic)), lambda: (ktraffic, dram_parts(g, ktraffic, gt.chains)))
+    kdram = at_capacity(kparts[1], s)
     priced = price_nodes(g, gt.metrics, model, bw, gt.nodes, dram, pplan)
     nodes = priced.nodes
     notes = dict.fromkeys(priced.notes)

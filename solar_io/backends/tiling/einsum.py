@@ -39,6 +39,13 @@ RAGGED_ABOVE = 64  # ranks larger than this also get non-divisor (power-of-two) 
 _MAX_GROUP_POINTS = 1 << 16
 
 
+# Per einsum object (keyed by id, the object kept so that the id stays its own): its signature and its merged
+# form, which every capacity's solve and floor ask for again. Emptied when full.
+_SIGNATURES: dict[int, tuple[Einsum, tuple]] = {}
+_MERGED: dict[int, tuple[Einsum, tuple[Einsum, dict[str, tuple[str, ...]]]]] = {}
+_MEMO_LIMIT = 1 << 14
+
+
 @dataclass(frozen=True, slots=True)
 class Group:
     """Dimensions of one operand that share ranks: ``exprs`` (one per dim) with ``extents``."""
@@ -92,7 +99,18 @@ class Einsum:
         return tuple(r for r, n in zip(self.space, self.sizes, strict=True) if r not in rel and n > 1)
 
     def signature(self) -> tuple:
-        """A key equal for einsums with the same shapes, accesses and dtypes (rank names dropped)."""
+        """A key equal for einsums with the same shapes, accesses and dtypes (rank names dropped); kept
+        per object (an einsum is solved and floored again at every capacity)."""
+        got = _SIGNATURES.get(id(self))
+        if got is not None and got[0] is self:
+            return got[1]
+        if len(_SIGNATURES) >= _MEMO_LIMIT:
+            _SIGNATURES.clear()
+        sig = self._signature()
+        _SIGNATURES[id(self)] = (self, sig)
+        return sig
+
+    def _signature(self) -> tuple:
         pos = {r: i for i, r in enumerate(self.space)}
         ops = tuple((tuple((tuple((tuple((pos[r], c) for r, c in e.terms), e.const) for e in g.exprs), g.extents)
                            for g in o.groups), o.bpe, o.output) for o in self.operands)
@@ -182,7 +200,21 @@ def merge_equivalent(e: Einsum) -> tuple[Einsum, dict[str, tuple[str, ...]]]:
     bytes and covers depend on the product only, and two loops that every operand sees alike can
     be made adjacent without raising any operand's traffic (moving the outer one inwards next to
     the inner one never puts it outside a relevant loop it was inside of).
+
+    Kept per object: the same einsum is solved again at every capacity.
     """
+    got = _MERGED.get(id(e))
+    if got is not None and got[0] is e:
+        return got[1]
+    if len(_MERGED) >= _MEMO_LIMIT:
+        _MERGED.clear()
+    out = _merge_equivalent(e)
+    _MERGED[id(e)] = (e, out)
+    return out
+
+
+def _merge_equivalent(e: Einsum) -> tuple[Einsum, dict[str, tuple[str, ...]]]:
+    """The merge of :func:`merge_equivalent`, computed."""
     size = e.size
     halo = {r for op in e.operands for g in op.groups if not (g.simple(size) and g.exprs[0].const == 0)
             for r in g.ranks}

@@ -38,6 +38,7 @@ import bisect
 import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from solar_io.affine import AffineExpr
 from solar_io.graph import Graph, Node
@@ -310,12 +311,17 @@ def chain_front(opts: list[ChainOption]) -> ChainFront | None:
     if not opts or max(sizes) > ENUMERATE_LIMIT or sum(sizes) > FRONT_LIMIT:
         return None
     choices: list[tuple[float, float, int, tuple[int, ...]]] = []  # (ws, q, option, keep), in enumeration order
+    kept: dict[tuple, list[tuple[tuple[int, ...], float]]] = {}  # counts -> (keep, resident bytes): options share them
     for k, (o, cs) in enumerate(zip(opts, counts, strict=True)):
         total = sum(b * c for b, c in cs)  # the same arithmetic as _enumerate, so the same floats
-        for keep in itertools.product(*(range(c + 1) for _, c in cs)):
-            resident = sum(b * x for (b, _), x in zip(cs, keep, strict=True))
-            choices.append((o.tile_ws + resident, o.base + o.tiles * total - (o.tiles - 1) * resident, k, keep))
-    order = sorted(range(len(choices)), key=lambda m: choices[m][0])  # stable: equal working sets keep their order
+        if cs not in kept:
+            kept[cs] = [(keep, sum(b * x for (b, _), x in zip(cs, keep, strict=True)))
+                        for keep in itertools.product(*(range(c + 1) for _, c in cs))]
+        tile_ws, base, tiles = o.tile_ws, o.base, o.tiles
+        choices.extend((tile_ws + resident, base + tiles * total - (tiles - 1) * resident, k, keep)
+                       for keep, resident in kept[cs])
+    wss = [c[0] for c in choices]
+    order = sorted(range(len(choices)), key=wss.__getitem__)  # stable: equal working sets keep their order
     ws, best = [], []
     top_q, top, pick = math.inf, -1, (0, ())
     for m in order:
@@ -355,8 +361,13 @@ def _chain_ilp(feasible: list[ChainOption], counts: list[tuple[tuple[float, int]
 
 def _counts(o: ChainOption) -> tuple[tuple[float, int], ...]:
     """(bytes, how many of the option's non-sigma tensors have that size), by size."""
+    return _size_counts(o.others)
+
+
+@lru_cache(maxsize=1 << 12)
+def _size_counts(others: tuple[tuple[str, float], ...]) -> tuple[tuple[float, int], ...]:
     out: dict[float, int] = {}
-    for _, b in o.others:
+    for _, b in others:
         out[b] = out.get(b, 0) + 1
     return tuple(sorted(out.items()))
 

@@ -44,7 +44,7 @@ from .relax import (
     relaxed_working_set,
 )
 from .solver import STATS, TimeLimitReached, cbc, proven, solve_exactly
-from .sweep import MAX_RANKS, families, sweep
+from .sweep import MAX_RANKS, clear_grids, families, sweep
 
 _ilp = tiling_ilp  # the integer program of :mod:`.model` (tests call it by this name)
 
@@ -172,6 +172,7 @@ def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
         _TIMED_OUT.clear()
+        clear_grids()
         STATS.update(solved=0, hits=0, timeouts=0, cbc=0)
 
 

@@ -52,6 +52,7 @@ CHAIN_STATS = {"solved": 0, "hits": 0, "timeouts": 0}
 TIMED_OUT = "time limit"
 
 
+_MISS = object()
 GENERATION = [0]  # bumped by clear_chain_cache: segment tables kept on a graph's traffic are then not reused
 
 
@@ -105,6 +106,7 @@ class Segments:
         self._single: dict[int, Span] = {}
         self._spans: dict[tuple[int, ...], Span | None] = {}
         self._long: dict[tuple[int, int], Span | None] = {}
+        self._at: dict[tuple[int, int], Span | None] = {}  # by position: what :meth:`span` answered there
         # Capacity-independent facts, shared by every capacity (chip) of this graph when reusing:
         # node key -> (einsum, exemplar node); segment -> its external, avoided and live bytes.
         gen = GENERATION[0]
@@ -181,11 +183,17 @@ class Segments:
             if (i, j) not in self._long:
                 self._long[(i, j)] = self._span_fresh(i, j)
             return self._long[(i, j)]
+        at = self._at.get((i, j), _MISS)  # asked before at this position: the same answer, a hit as before
+        if at is not _MISS:
+            self.span_hits += 1
+            return at  # type: ignore[return-value]
         key = self.structure.context[i:j + 1]
         if key in self._spans:
             self.span_hits += 1
-            return self._spans[key]
-        got = self._spans[key] = self._span_fresh(i, j)
+            got = self._spans[key]
+        else:
+            got = self._spans[key] = self._span_fresh(i, j)
+        self._at[(i, j)] = got
         return got
 
     def _bytes(self, i: int, j: int) -> tuple[float, ...]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +33,64 @@ def sweep(e: Einsum, cap: float, opts: dict[str, tuple[Interval, ...]]
     """(option per rank, loop order, per rank the least relaxed traffic of the tuples using each of
     its options) minimising the relaxed traffic within ``cap``; None when the problem is too large
     for enumeration (when nothing fits, ``choice`` is empty)."""
+    grid = _grid(e, opts)
+    if grid is None:
+        return None
+    fits = grid.ws <= cap
+    if not fits.any():
+        return {}, (), {}
+    # The least traffic over the orders at each tuple (and the first order reaching it) does not depend on
+    # the capacity: the minimum over the tuples that fit, the first order reaching it and its first tuple are
+    # what a scan of the orders one by one picks (the least value, the first order among equals, the first
+    # tuple in C order within it).
+    least = np.where(fits, grid.least, np.inf)
+    v = least.min()
+    at = least == v
+    f = int(grid.order[at].min())
+    k = int(np.flatnonzero(at & (grid.order == f))[0])
+    active = grid.active
+    shape = least.shape
+    index = np.unravel_index(k, shape) if shape else ()
+    choice = {r: opts[r][0] for r in e.space}
+    for r, j in zip(active, index, strict=True):
+        choice[r] = opts[r][int(j)]
+    per_option = {r: least.min(axis=tuple(i for i in range(len(active)) if i != a)) for a, r in enumerate(active)}
+    return choice, grid.perms[f] + tuple(r for r in e.space if r not in active), per_option
+
+
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """The capacity-independent part of one enumeration: per option tuple the working set, the least
+    relaxed traffic over the distinct loop orders, and the index of the first order reaching it."""
+
+    active: tuple[str, ...]
+    ws: np.ndarray
+    least: np.ndarray
+    order: np.ndarray
+    perms: tuple[tuple[str, ...], ...]
+
+
+_GRIDS: dict[tuple, _Grid | None] = {}  # by (signature, rank names, options): every capacity of one einsum shares it
+GRID_CACHE = 256  # grids kept at most (the oldest are dropped first)
+
+
+def clear_grids() -> None:
+    """Forget every kept enumeration grid (tests and benchmarks; :func:`.ilp.clear_cache` calls it)."""
+    _GRIDS.clear()
+
+
+def _grid(e: Einsum, opts: dict[str, tuple[Interval, ...]]) -> _Grid | None:
+    key = (e.signature(), e.space, tuple(opts[r] for r in e.space))
+    if key in _GRIDS:
+        return _GRIDS[key]
+    got = _build(e, opts)
+    if len(_GRIDS) >= GRID_CACHE:
+        del _GRIDS[next(iter(_GRIDS))]
+    _GRIDS[key] = got
+    return got
+
+
+def _build(e: Einsum, opts: dict[str, tuple[Interval, ...]]) -> _Grid | None:
     size = e.size
     active = [r for r in e.space if len(opts[r]) > 1]
     if len(active) > MAX_RANKS:
@@ -75,31 +134,20 @@ def sweep(e: Einsum, cap: float, opts: dict[str, tuple[Interval, ...]]
             cv = cv * c_arr.reshape(view)
         ws = ws + fp
         covers.append(cv)
-    fits = ws <= cap
-    if not fits.any():
-        return {}, (), {}
     frac = {r: along([size[r] / iv.hi for iv in opts[r]], r) for r in active}
-    best: tuple[float, tuple[int, ...], tuple[str, ...]] | None = None
     least = np.full(shape, np.inf)
-    for perm, xs in fams.items():
+    order = np.zeros(shape, dtype=np.int64)
+    for f, xs in enumerate(fams.values()):
         total = np.zeros(shape)
         for op, cv, x in zip(e.operands, covers, xs, strict=True):
             m: np.ndarray | float = 1.0
             for r in x:
                 m = m * frac[r]
             total = total + (cv * (2 * m - 1) if op.output else cv * m)
-        total = np.where(fits, total, np.inf)
-        least = np.minimum(least, total)
-        k = int(np.argmin(total))
-        v = float(total.flat[k])
-        if best is None or v < best[0]:
-            best = (v, np.unravel_index(k, shape) if shape else (), perm)
-    assert best is not None
-    choice = {r: opts[r][0] for r in e.space}
-    for r, j in zip(active, best[1], strict=True):
-        choice[r] = opts[r][int(j)]
-    per_option = {r: least.min(axis=tuple(i for i in range(len(active)) if i != ax[r])) for r in active}
-    return choice, best[2] + tuple(r for r in e.space if r not in ax), per_option
+        better = total < least
+        least = np.where(better, total, least)
+        order = np.where(better, f, order)
+    return _Grid(tuple(active), ws, least, order, tuple(fams))
 
 
 def families(e: Einsum, active: list[str]) -> dict[tuple[str, ...], tuple[tuple[str, ...], ...]]:
@@ -116,4 +164,4 @@ def families(e: Einsum, active: list[str]) -> dict[tuple[str, ...], tuple[tuple[
     return {perm: xs for xs, perm in out.items()}
 
 
-__all__ = ["LIMIT", "MAX_RANKS", "families", "sweep"]
+__all__ = ["GRID_CACHE", "LIMIT", "MAX_RANKS", "clear_grids", "families", "sweep"]

@@ -85,6 +85,13 @@ def dram_bytes(g: Graph, traffic: Sequence[NodeTraffic], capacity: float,
     """Per node of ``g`` (in order, with its :func:`node_traffic`): the DRAM bytes it must move as its
     own kernel on a chip with ``capacity`` bytes on chip (see the module docstring). A computed
     tensor that graph outputs view is delivered in the part they expose."""
+    return at_capacity(dram_parts(g, traffic, chains), capacity)
+
+
+def dram_parts(g: Graph, traffic: Sequence[NodeTraffic],
+               chains: ViewChains | None = None) -> list[tuple[float, float, float, float]]:
+    """Per node: (first-touch bytes, re-read bytes, intermediate bytes written, bytes delivered), the parts
+    of :func:`dram_bytes` that do not depend on the capacity (kept per graph, one pass for every chip)."""
     chains = ViewChains(g) if chains is None else chains
     role = {t.name: t.role for t in g.tensors}
     exposed = chains.exposed()
@@ -100,7 +107,17 @@ def dram_bytes(g: Graph, traffic: Sequence[NodeTraffic], capacity: float,
             d = b if role.get(t) == "output" else min(b, exposed.get(t, 0.0))
             delivered += d
             written += b - d
-        out.append(first + max(0.0, reread - capacity) + max(0.0, written - capacity) + delivered)
+        out.append((first, reread, written, delivered))
         for t, b in (*tr.reads.items(), *tr.writes.items()):
             seen[t] = max(seen.get(t, 0.0), b)
     return out
+
+
+def at_capacity(parts: Sequence[tuple[float, float, float, float]], capacity: float) -> list[float]:
+    """:func:`dram_bytes` from its :func:`dram_parts` at ``capacity`` bytes on chip.
+
+    >>> at_capacity([(10.0, 30.0, 5.0, 2.0)], 20.0)  # 10 first + (30 - 20) re-read + 0 written + 2 out
+    [22.0]
+    """
+    return [first + max(0.0, reread - capacity) + max(0.0, written - capacity) + delivered
+            for first, reread, written, delivered in parts]
