@@ -32,7 +32,9 @@ Two kinds of model take part:
   model is called as ``lm(input_ids=ids, past_key_values=DynamicCache(...), position_ids=...)``
   with the cache built from the input tensors: ``dynamic`` (``DynamicCache``) or ``static``
   (``StaticCache`` over the input buffers, ``cache_position`` given so no length is read from
-  the cache's counter tensor). ``paged`` is refused: transformers has no paged cache that a
+  the cache's counter tensor). A sliding-window layer's ``DynamicCache`` input holds
+  ``min(kv_len, window - 1)`` positions (all it keeps) and its position counter is set to kv_len,
+  so its mask is the window's. ``paged`` is refused: transformers has no paged cache that a
   forward takes (its ``PagedAttentionCache`` lives inside the continuous-batching generate loop).
 - **Plain PyTorch decoders** with a method ``kv_cache_layout() -> (layers, kv_heads, head_dim)``
   and a forward ``forward(ids, past_key_values, block_table=None, cache="dynamic", kv_len=None)``, where
@@ -57,7 +59,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -140,11 +142,12 @@ class CacheLayout:
 
 
 def cache_tensors(step: Step, layout: CacheLayout, dtype: torch.dtype, gen: torch.Generator | None = None,
-                  positions: int | None = None) -> tuple[torch.Tensor | None, list[tuple[Any, Any]]]:
+                  positions: int | Sequence[int] | None = None) -> tuple[torch.Tensor | None, list[tuple[Any, Any]]]:
     """(block table or None, per-layer (k, v)) for ``step`` on the default device.
 
-    Contiguous caches are (batch, heads, positions, dim), ``positions`` = kv_len unless given (a
-    Hugging Face static buffer holds the step's slots too); paged pools are
+    Contiguous caches are (batch, heads, positions, dim), ``positions`` = kv_len unless given, for
+    every layer or per layer (a Hugging Face static buffer holds the step's slots too; a
+    sliding-window layer holds its window); paged pools are
     (batch * pages, page_size, heads, dim) with a permuted int32 block table.
 
     >>> bt, kv = cache_tensors(Step("decode", batch=2, kv_len=5, cache="paged", page_size=4),
@@ -165,7 +168,8 @@ def cache_tensors(step: Step, layout: CacheLayout, dtype: torch.dtype, gen: torc
                        for _ in range(layout.layers)]
     (hk, dk), (hv, dv) = layout.k, layout.v
     n = step.kv_len if positions is None else positions
-    return None, [(rand(step.batch, hk, n, dk), rand(step.batch, hv, n, dv)) for _ in range(layout.layers)]
+    lengths = [n] * layout.layers if isinstance(n, int) else list(n)
+    return None, [(rand(step.batch, hk, m, dk), rand(step.batch, hv, m, dv)) for m in lengths]
 
 
 def _token_ids(step: Step, vocab: int, gen: torch.Generator | None) -> torch.Tensor:
@@ -189,6 +193,20 @@ def _hf_layout(m: nn.Module) -> tuple[CacheLayout, int]:
     return CacheLayout(cfg.num_hidden_layers, (kv, hd), (kv, hd)), cfg.vocab_size
 
 
+def _hf_dynamic_lengths(m: nn.Module, step: Step, layers: int) -> int | tuple[int, ...]:
+    """Positions each layer of a Hugging Face ``DynamicCache`` holds after ``kv_len`` tokens: all of
+    them, or ``min(kv_len, window - 1)`` for a sliding-window layer (it keeps only what the next
+    token can attend to); one int when every layer holds kv_len."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=m.config)
+    lengths = tuple(min(step.kv_len, int(layer.sliding_window) - 1) if getattr(layer, "is_sliding", False)
+                    and getattr(layer, "sliding_window", None) else step.kv_len for layer in cache.layers[:layers])
+    if len(lengths) < layers or all(n == step.kv_len for n in lengths):
+        return step.kv_len
+    return lengths
+
+
 class HFStep(nn.Module):
     """A Hugging Face causal LM as one step: ``forward(ids, k0, v0, k1, v1, ...)`` builds a
     ``DynamicCache`` holding those tensors and returns the logits and the grown cache."""
@@ -207,6 +225,8 @@ class HFStep(nn.Module):
         for i, layer in enumerate(cache.layers[: len(kv) // 2]):
             layer.lazy_initialization(kv[2 * i], kv[2 * i + 1])
             layer.keys, layer.values = kv[2 * i], kv[2 * i + 1]
+            if hasattr(layer, "cumulative_length"):  # a sliding-window layer counts every position seen
+                layer.cumulative_length = past
         pos = (torch.arange(s, device=ids.device) + past).unsqueeze(0).expand(ids.shape[0], s)
         with _fixed_shape_masks():
             out = self.lm(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True)
@@ -296,6 +316,8 @@ def step_source(source: Source, step: Step) -> Source:
         layout, vocab = _hf_layout(probe)
         if step.cache == "static":
             buffer = step.kv_len + int(step.seq or 0)  # StaticCache's max_cache_len: the step's slots included
+        else:
+            buffer = _hf_dynamic_lengths(probe, step, layout.layers)
         wrap: type[nn.Module] = HFStep
     elif callable(getattr(probe, "kv_cache_layout", None)):
         layers, kv_heads, head_dim = (int(x) for x in probe.kv_cache_layout())
@@ -361,7 +383,13 @@ def record_step(g: Graph, step: Step) -> Graph:
     if step.kv_len and not cache:
         raise CaptureError(f"{g.name}: the {step.phase} step's graph reads no KV cache input (the model ignored "
                            "past_key_values?)")
-    if step.kv_len and step.cache != "paged" and not any({step.kv_len, step.kv_len + int(step.seq or 0)}
-                                                          & set(g.shape(n)) for n in cache):
+    full = {step.kv_len, step.kv_len + int(step.seq or 0)}  # a static HF buffer holds the step's slots too
+    if step.kv_len and step.cache != "paged" and not any(full & set(g.shape(n)) or _window(g.shape(n), step.kv_len)
+                                                          for n in cache):
         raise CaptureError(f"{g.name}: no cache input of the graph has kv_len = {step.kv_len} positions")
     return replace(g, assumptions=(*g.assumptions, step.assumption(cache, written)))
+
+
+def _window(shape: tuple[int, ...], kv_len: int) -> bool:
+    """Whether ``shape`` is a sliding-window layer's cache: (batch, heads, window - 1 < kv_len, dim)."""
+    return len(shape) == 4 and 0 < shape[2] < kv_len

@@ -5,8 +5,9 @@ H query and KV key/value heads of HD, feed-forward F. The static buffers hold kv
 positions; the model's ``index_copy_`` writes the step's seq and attention reads them all. By hand
 (fp32): the fused kernel reads every weight once (the embedding at the batch's rows), the rotary
 ``inv_freq``, the token ids and the kv_len cached positions per layer (the written slots are never
-read: views.py's scatter reads), and writes the logits and the new entries. Skipped without
-transformers (optional extra ``zoo``).
+read: views.py's scatter reads), and writes the logits and the new entries. A sliding-window
+model (Mistral, window W = 8) holds W - 1 positions per layer in its DynamicCache and attends the
+last W. Skipped without transformers (optional extra ``zoo``).
 """
 
 from __future__ import annotations
@@ -88,3 +89,23 @@ def test_static_chunked_prefill_is_priced_at_the_mask(hf_file: Path) -> None:
 def test_paged_stays_a_clear_error(hf_file: Path) -> None:
     with pytest.raises(CaptureError, match="no paged KV cache"):
         capture_file(hf_file, step=Step("decode", kv_len=4, cache="paged"), validate=False)
+
+
+SLIDING = (HF_MODEL.replace("LlamaConfig, LlamaForCausalLM", "MistralConfig, MistralForCausalLM")
+           .replace("cfg = LlamaConfig(", "cfg = MistralConfig(sliding_window=8, ")
+           .replace("LlamaForCausalLM(cfg)", "MistralForCausalLM(cfg)"))
+
+
+def test_sliding_window_layers_hold_and_attend_their_window(tmp_path: Path) -> None:
+    p = tmp_path / "mistral.py"
+    p.write_text(SLIDING)
+    dec = capture_file(p, step=Step("decode", batch=1, kv_len=L))
+    assert dec.validation.status == "passed", dec.validation.reason
+    shapes = {t.name: dec.shape(t.name) for t in dec.tensors if t.role == "input"}
+    assert all(shapes[f"{kv}_cache_{i}"] == (1, KV, 7, HD) for i in range(LAYERS) for kv in "kv")  # W - 1
+    assert graph_metrics(dec).macs == _macs(1, 8) == 104448  # the last W = 8 positions, not kv_len + 1
+    pre = capture_file(p, step=Step("prefill", batch=1, seq=4, kv_len=L), validate=False)
+    (mask,) = [dict(a.values) for a in pre.assumptions if a.kind == "attention_mask"]
+    assert (mask["kept"], mask["positions"]) == (4 * 8, 4 * 11)  # each query its window of 8 of 7 + 4 keys
+    with pytest.raises(CaptureError, match="sliding-window"):
+        capture_file(p, step=Step("decode", kv_len=4, cache="static"), validate=False)
