@@ -6,7 +6,8 @@ sum_{i<64} (193 + i) = 64 * 193 + 64 * 63 / 2 = 14368 of the 64 * 256 = 16384 re
 A flash kernel with that mask skips whole masked blocks only, so it does at least this work;
 the nodes still iterate the rectangle (MACs as FlopCounterMode counts), with density 14368/16384
 on every (S, T) tensor. A mask whose values are not known at capture (a graph input) keeps, for
-any mask with a defined softmax, at least one key per query row: density 1/T.
+any mask with a defined softmax, at least one key per query row: density 1/T; unless its values
+are bounded above the masking fill (a boolean input times -2.0): then it hides nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ MASKED = textwrap.dedent('''
         def forward(self, q, k, v, *given):
             if KIND == "input":
                 mask = given[0]
+            elif KIND == "input_fill":  # -inf where the input says so: any position may be hidden
+                mask = torch.zeros(C, P + C, device=q.device).masked_fill(~given[0], float("-inf"))
+            elif KIND == "input_finite":  # a finite penalty: no position can be hidden
+                mask = given[0].float() * -2.0
             elif KIND == "neg_inf":  # additive: -inf above the offset diagonal
                 mask = torch.full((C, P + C), float("-inf"), device=q.device).triu(P + 1)
             else:                    # Hugging Face's fill: the dtype's most negative finite value
@@ -75,7 +80,7 @@ MASKED = textwrap.dedent('''
 
     def get_inputs():
         q, k, v = torch.randn(1, 2, C, 8), torch.randn(1, 2, P + C, 8), torch.randn(1, 2, P + C, 8)
-        if KIND == "input":
+        if KIND.startswith("input"):
             return [q, k, v, torch.ones(C, P + C, dtype=torch.bool).tril(P)]
         return [q, k, v]
 ''')
@@ -94,10 +99,11 @@ def test_additive_masks_from_their_construction(tmp_path: Path, kind: str):
     assert (mask["kept"], mask["positions"], mask["known"]) == (81, 96, True)
 
 
-def test_mask_of_unknown_values_keeps_one_key_per_row(tmp_path: Path):
+@pytest.mark.parametrize("kind", ["input", "input_fill"])
+def test_mask_of_unknown_values_keeps_one_key_per_row(tmp_path: Path, kind: str):
     c, p = 6, 10
     f = tmp_path / "given.py"
-    f.write_text(MASKED.format(c=c, p=p, kind="input"))
+    f.write_text(MASKED.format(c=c, p=p, kind=kind))
     g = capture_file(f)
     assert g.validation.status == "passed", g.validation.reason
     (qk,) = _attn(g, ".scores")
@@ -109,3 +115,16 @@ def test_mask_of_unknown_values_keeps_one_key_per_row(tmp_path: Path):
     (a,) = [a for a in g.assumptions if a.kind == "attention_mask"]
     assert dict(a.values)["kept"] == c and dict(a.values)["known"] is False
     assert "graph input" in a.detail
+
+
+def test_a_finite_additive_mask_of_unknown_values_hides_nothing(tmp_path: Path):
+    c, p = 6, 10  # mask = input * -2.0 lies in [-2, 0]: every position keeps its score
+    f = tmp_path / "finite.py"
+    f.write_text(MASKED.format(c=c, p=p, kind="input_finite"))
+    g = capture_file(f)
+    assert g.validation.status == "passed", g.validation.reason
+    (qk,) = _attn(g, ".scores")
+    assert bound(g, "h100-sxm").nodes[qk].effectual_fraction == 1.0
+    (a,) = [a for a in g.assumptions if a.kind == "attention_mask"]
+    assert (dict(a.values)["kept"], dict(a.values)["known"]) == (c * (p + c), False)
+    assert "at least -2" in a.detail

@@ -14,7 +14,9 @@ positions the mask keeps (:mod:`.masks`), which a block-sparse flash kernel neve
 skips only whole masked blocks). The share comes from the mask's values where the program fixes
 them (its construction from ``arange``/``tril``/``full``, evaluated on the CPU, or values the
 value-specialised capture recorded); for a mask of unknown values (computed from a graph input
-or weight) it is the least any mask with a defined softmax keeps, one key per query row (1/T).
+or weight) it is the least any mask with a defined softmax keeps, one key per query row (1/T),
+unless bounds on its values show none can hide a position (an additive mask built from a boolean
+input times a finite number: the full rectangle).
 Either way one ``attention_mask`` assumption per mask says which, with the kept count; the QK
 node records ``masked_work``. Chunk of C = 64 queries after P = 192 cached keys: query i keeps
 P + 1 + i keys, 64 * 193 + 64 * 63 / 2 = 14368 of 64 * 256 = 16384 positions (0.877).
@@ -69,9 +71,9 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
             raise NoLowering("per-head mask with grouped-query attention")
     fact = _mask(ctx) if a.attn_mask is not None else None
     if fact is not None:
-        attrs["masked_work"] = (f"{fact.kept} of {fact.total} mask positions "
-                                f"({'mask values' if fact.known else 'unknown mask: one key per query row'}; "
-                                "tensor density)")
+        how = "mask values" if fact.known else "unknown values, none masked" if fact.kept == fact.total else \
+            "unknown mask: one key per query row"
+        attrs["masked_work"] = f"{fact.kept} of {fact.total} mask positions ({how}; tensor density)"
     ctx.b.einsum(scores.name, ctx.op, sc_ranks + [E], [access(q.name, lead + [S, E]),
                  access(k.name, _kv_idx(ctx, k, kv_lead, [Tn, E]))], access(scores.name, sc_ranks), "mul", "add",
                  attrs=attrs, location=ctx.location)
@@ -130,6 +132,9 @@ def _mask(ctx: LowerCtx) -> MaskFact:
                   "values, fixed by the program's construction of it): a flash kernel skips only masked blocks")
         if fact.unattended:
             detail += f"; {fact.unattended} key position(s) no query keeps are still read"
+    elif fact.kept == fact.total:
+        detail = (f"mask values unknown at capture ({fact.why}): attention work counted at every position, "
+                  f"{fact.total}, since no value can hide one")
     else:
         detail = (f"mask values unknown at capture ({fact.why}): attention work counted at one key per query "
                   f"row, {fact.kept} of {fact.total} positions, the least any mask with a defined softmax keeps")

@@ -12,7 +12,10 @@ the mask keeps, never the full S x T rectangle. :func:`mask_fact` decides that s
 - **Unknown values** (a mask computed from a graph input or weight, or larger than ``LIMIT``
   elements): any mask whose softmax is defined keeps at least one key per query row, and a
   kernel that reads the mask may skip every other position, so the provable share is ``1 / T``.
-  (A row that keeps nothing has no defined output: torch's math kernel gives NaN.)
+  (A row that keeps nothing has no defined output: torch's math kernel gives NaN.) Unless
+  interval bounds on the values (:func:`_range`: a boolean input is in [0, 1], arithmetic with
+  finite numbers, ``where``, ``masked_fill``, casts and views) show that no entry can be masked
+  (an additive ``m.float() * -2.0``): then every position is kept.
 
 Kept entries: ``True`` of a boolean mask; of an additive mask every entry above the dtype's most
 negative finite value (``-inf`` and ``finfo.min``, Hugging Face's fill, add ``exp(.) = 0`` to
@@ -107,6 +110,55 @@ def _evaluate(node: torch.fx.Node, memo: dict[torch.fx.Node, Any]) -> Any:
     return out
 
 
+_INF = float("inf")
+_SAME = ("_to_copy", "to", "clone", "contiguous", "alias", "lift_fresh_copy", "expand_copy", "detach")
+
+
+def _range(node: Any, values: dict[Any, Any], memo: dict[Any, tuple[float, float]]) -> tuple[float, float]:
+    """Bounds ``(lo, hi)`` on every value of an fx node (a scalar is its own), by interval arithmetic
+    over what the mask is built from: exact where the values are known, ``[0, 1]`` for a boolean
+    input, unbounded for other inputs and weights and for ops not followed here."""
+    if not isinstance(node, torch.fx.Node):
+        return (float(node), float(node)) if isinstance(node, (bool, int, float)) else (-_INF, _INF)
+    if node in memo:
+        return memo[node]
+    val = node.meta.get("val")
+    out = (-_INF, _INF)
+    try:
+        v = _evaluate(node, values)
+        if isinstance(v, torch.Tensor) and v.numel():
+            out = (float(v.min()), float(v.max()))
+    except _Unknown:
+        name = getattr(getattr(node.target, "_schema", None), "name", "").split("::")[-1]
+        args = node.args
+        if isinstance(val, torch.Tensor) and val.dtype == torch.bool:
+            out = (0.0, 1.0)
+        elif node.op != "call_function" or not args:
+            pass
+        elif name in _SAME or getattr(node.target, "is_view", False):
+            out = _range(args[0], values, memo)
+        elif name in ("add", "sub", "mul", "neg", "where", "masked_fill") and all(
+                isinstance(a, (torch.fx.Node, bool, int, float)) for a in args[:3]):
+            r = [_range(a, values, memo) for a in args[:3]]
+            if name == "neg":
+                out = (-r[0][1], -r[0][0])
+            elif name == "where":
+                out = (min(r[1][0], r[2][0]), max(r[1][1], r[2][1]))
+            elif name == "masked_fill":
+                out = (min(r[0][0], r[2][0]), max(r[0][1], r[2][1]))
+            elif all(abs(x) < _INF for x in (*r[0], *r[1])):  # finite operands only (no 0 * inf)
+                (a0, a1), (b0, b1) = r[0], r[1]
+                if name == "add":
+                    out = (a0 + b0, a1 + b1)
+                elif name == "sub":
+                    out = (a0 - b1, a1 - b0)
+                else:
+                    ps = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+                    out = (min(ps), max(ps))
+    memo[node] = out
+    return out
+
+
 def mask_fact(mask: Any) -> MaskFact:
     """What the mask given by the fx node ``mask`` keeps (the module docstring); ``mask`` is the fx
     node of ``attn_mask`` (a tensor whose last two dims are the query and key positions)."""
@@ -119,6 +171,9 @@ def mask_fact(mask: Any) -> MaskFact:
         if not isinstance(val, torch.Tensor) or val.dim() < 1:
             raise ValueError(f"attention mask {mask}: no tensor of at least one dimension") from e
         total = int(val.numel())
+        lo, _ = _range(mask, {}, {})
+        if val.dtype == torch.bool and lo >= 1 or val.dtype != torch.bool and lo > torch.finfo(val.dtype).min:
+            return MaskFact(total, total, False, why=f"{e}; every value is at least {lo:g}, none masked")
         return MaskFact(total // int(val.shape[-1]), total, False, why=str(e))
     total = int(values.numel())
     base = values
