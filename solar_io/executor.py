@@ -66,6 +66,8 @@ from numpy.lib.stride_tricks import as_strided
 from .affine import Access, AffineExpr, Indirect
 from .dtypes import numpy_dtype, round_values
 from .errors import GraphError, SolarIOError
+from .executor_opaque import run_opaque
+from .executor_simple import simple_einsum
 from .format.validate import validate
 from .graph import Graph, Node
 from .ops import MAP_OPS, REDUCE_OPS
@@ -149,37 +151,14 @@ def _sources(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
 def _run_node(graph: Graph, node: Node, env: dict[str, np.ndarray],
               opaque: Mapping[str, OpaqueFn]) -> tuple[np.ndarray, ...]:
     if node.kind == "opaque":
-        return _opaque(graph, node, env, opaque)
+        return run_opaque(graph, node, env, opaque)
     if node.kind == "einsum" or node.movement == "copy":
-        return (_einsum(graph, node, env, node.map or "identity", node.reduce or "none"),)
+        out = simple_einsum(graph, node, env)  # plain maps and slices: executor_simple
+        return (_einsum(graph, node, env, node.map or "identity", node.reduce or "none") if out is None else out,)
     out = graph.tensor_map[node.outputs[0].tensor]
     if node.movement == "reshape":
         return (env[node.inputs[0].tensor].reshape(graph.shape(out.name)),)
     return (np.concatenate([env[a.tensor] for a in node.inputs], axis=out.ranks.index(node.axis or "")),)
-
-
-def _opaque(graph: Graph, node: Node, env: dict[str, np.ndarray],
-            opaque: Mapping[str, OpaqueFn]) -> tuple[np.ndarray, ...]:
-    fn = opaque.get(node.name, opaque.get(node.op))
-    where = f"opaque node {node.name} (op {node.op})"
-    if fn is None:
-        raise ExecutionError(f"{where} has no implementation ({node.reason}); pass opaque={{{node.name!r}: fn}} "
-                             f"or opaque={{{node.op!r}: fn}}")
-    try:
-        res = fn(*(env[a.tensor] for a in node.inputs))
-    except Exception as e:  # a user function: report it as this node's failure
-        raise ExecutionError(f"{where}: implementation raised {type(e).__name__}: {e}") from e
-    arrays = (res,) if isinstance(res, np.ndarray) else tuple(res)
-    if len(arrays) != len(node.outputs):
-        raise ExecutionError(f"{where}: implementation returned {len(arrays)} arrays, node writes "
-                             f"{len(node.outputs)}")
-    out = []
-    for a, arr in zip(node.outputs, arrays, strict=True):
-        shape, arr = graph.shape(a.tensor), np.asarray(arr)
-        if arr.shape != shape:
-            raise ExecutionError(f"{where}: output {a.tensor} must have shape {shape}, got {arr.shape}")
-        out.append(arr.astype(numpy_dtype(graph.tensor_map[a.tensor].dtype), copy=False))
-    return tuple(out)
 
 
 # ----------------------------------------------------------------------------- einsum nodes
