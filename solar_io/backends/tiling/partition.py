@@ -37,7 +37,7 @@ from ..result import CacheAware, GroupResult
 from ..traffic.graph import GraphTraffic, reordered, traffic_of
 from ..traffic.residency import on_chip_capacity
 from .ilp import STATS, TIME_LIMIT
-from .schedule import Alternative, branch_order, regions
+from .schedule import Alternative, BranchGroups, branch_order, regions
 from .segments import GENERATION, Segments
 from .structure import structure, with_contexts
 
@@ -51,14 +51,23 @@ def capacity_of(spec: object, capacity: float | None) -> tuple[float, str]:
 
 class Credit:
     """Per node, what :meth:`of` needs of its reads and writes, tabulated once per graph: the
-    reads ``(root, bytes, producer, first touch)`` and the writes that may stay on chip for a
-    later reader ``(root, bytes not exposed, last reader)``."""
+    reads ``(root, bytes, producer, first touch)`` of roots an earlier node touched and the writes
+    that may stay on chip for a later reader ``(root, bytes not exposed, last reader)`` (the other
+    reads and writes of node k count in no group holding k: a first touch at k is not before the
+    group, a last reader at or before k is not after it)."""
 
-    def __init__(self, v: GraphTraffic) -> None:
-        self.reads = [tuple((t, b, v.producer.get(t, -1), v.first.get(t, k)) for t, b in rd.items())
-                      for k, rd in enumerate(v.reads)]
-        self.writes = [tuple((t, b - min(b, v.exposed.get(t, 0.0)), v.last_reader[t]) for t, b in wr.items()
-                             if t not in v.output and t in v.last_reader) for wr in v.writes]
+    def __init__(self, v: GraphTraffic, runs: tuple[range, ...] | None = None) -> None:
+        """``runs``: the only positions groups will hold (all when None; the others get empty rows)."""
+        first, producer, last = v.first, v.producer, v.last_reader
+        n = len(v.reads)
+        self.reads: list[tuple] = [()] * n
+        self.writes: list[tuple] = [()] * n
+        for run in (range(n),) if runs is None else runs:
+            for k in run:
+                self.reads[k] = tuple((t, b, producer.get(t, -1), first[t]) for t, b in v.reads[k].items()
+                                      if first.get(t, k) < k)
+                self.writes[k] = tuple((t, b - min(b, v.exposed.get(t, 0.0)), last[t]) for t, b in v.writes[k].items()
+                                       if t not in v.output and last.get(t, -1) > k)
 
         self._sums: dict[tuple[int, int], tuple[float, float]] = {}
 
@@ -209,16 +218,23 @@ def _alternative(view: GraphTraffic, units: list[tuple[float, ...]], capacity: f
         return None
     order, v2 = got
     runs = tuple(range(c0, c1) for c0, c1 in regions(order, max_group - 1))
+    units2 = [units[k] for k in order]
     if not reuse:
         seg = Segments(v2.graph, v2.metrics, v2, capacity, bound, max_group, time_limit, False)
-    else:
-        s0 = view.memo(("structure", max_group), lambda: structure(view.graph, view.metrics.nodes, view, max_group))
-        v2.memo(("structure", max_group),
-                lambda: with_contexts(v2.graph, v2, tuple(s0.node[k] for k in order), max_group, runs))
+        return Alternative(BranchGroups(seg, Credit(v2), order, v2.spans, max_group, held, runs), units2)
+    s0 = view.memo(("structure", max_group), lambda: structure(view.graph, view.metrics.nodes, view, max_group))
+    v2.memo(("structure", max_group),
+            lambda: with_contexts(v2.graph, v2, tuple(s0.node[k] for k in order), max_group, runs,
+                                  tuple(s0.roots[k] for k in order)))
+
+    def build() -> BranchGroups:
         seg = v2.memo(("segments", capacity, bound, max_group, time_limit, GENERATION[0]),
                       lambda: Segments(v2.graph, v2.metrics, v2, capacity, bound, max_group, time_limit, True))
-    credit: Credit = v2.memo("credit", lambda: Credit(v2))
-    return Alternative(seg, credit, [units[k] for k in order], order, v2.spans, max_group, held)
+        return BranchGroups(seg, v2.memo(("credit", runs), lambda: Credit(v2, runs)), order, v2.spans, max_group,
+                            held, runs)
+
+    groups = v2.memo(("branch groups", capacity, bound, max_group, time_limit, held, GENERATION[0]), build)
+    return Alternative(groups, units2)
 
 
 def _reorder(view: GraphTraffic) -> tuple[tuple[int, ...], GraphTraffic] | None:

@@ -45,9 +45,11 @@ from ..traffic.kernels import kernels
 def _reads(n: Node) -> list[str]:
     """Tensors ``n`` names as read: its inputs and the index tensors of its indirect accesses."""
     out = [a.tensor for a in n.inputs]
-    for a in (*n.inputs, *n.outputs):
-        if a.index:
-            out.extend(e.tensor for e in a.index if type(e) is Indirect)
+    for accesses in (n.inputs, n.outputs):
+        for a in accesses:
+            for e in a.index or ():
+                if type(e) is Indirect:
+                    out.append(e.tensor)
     return out
 
 
@@ -170,69 +172,107 @@ def cuts(order: Sequence[int]) -> list[bool]:
     return out
 
 
-class Alternative:
-    """The partition's groups in the branch order (:mod:`.partition`), next to the file's.
+class BranchGroups:
+    """The branch order's candidate groups at one capacity, for the partition (:mod:`.partition`);
+    chip-independent, so kept per graph and capacity.
 
     States of the partition's dynamic programming are positions. At a common cut (:func:`cuts`) both
     orders have run the same nodes, so the file's state and the branch order's are one: a schedule
     may switch order there. Between cuts the branch order has states of its own. Only the branch
-    order's groups that start or end between cuts are searched (the others are the
-    file's own groups, as is every group from a cut to a cut: it holds the same nodes as the file's);
-    of those of several nodes, only the ones that join a chain the file's order splits: a node next to
-    the node it reads, the two apart in the file (single nodes keep every state reachable; a smaller
-    search only keeps the bound a bound). ``seg``: the :class:`.segments.Segments` of the reordered graph, whose
-    structure describes the stretches around those positions (:func:`.structure.with_contexts`);
-    ``credit``: its residency credit (:class:`.partition.Credit`); ``units``: per position, the
-    node's matrix, vector and special seconds; ``held``: what on-chip memory may keep between groups."""
+    order's groups that start or end between cuts are searched (every group from a cut to a cut holds
+    the same nodes as one of the file's); of those of several nodes, only the ones that join a chain
+    the file's order splits: a node next to the node it reads, the two apart in the file (single
+    nodes keep every state reachable; a smaller search only keeps the bound a bound). ``seg``: the
+    :class:`.segments.Segments` of the reordered graph, whose structure describes the stretches
+    around those positions (:func:`.structure.with_contexts`); ``credit``: its residency credit
+    (:class:`.partition.Credit`); ``held``: what on-chip memory may keep between groups."""
 
-    def __init__(self, seg, credit, units: Sequence[tuple[float, ...]],  # noqa: ANN001
-                 order: Sequence[int], spans: Sequence[tuple[int, int]], max_group: int, held: float) -> None:
-        self.seg, self.credit, self.units, self.order, self.held = seg, credit, units, order, held
-        self.max_group = max_group
-        self.cut = cuts(order)
+    def __init__(self, seg, credit, order: Sequence[int], spans: Sequence[tuple[int, int]],  # noqa: ANN001
+                 max_group: int, held: float, runs: tuple[range, ...]) -> None:
+        self.seg, self.credit, self.order, self.held = seg, credit, order, held
+        self.cut = cut = cuts(order)
         # prefix counts of the positions p whose node reads what the node at p - 1 writes, the two not
         # neighbours in the file: the chains the branch order joins
         nodes = seg.g.nodes
-        self.joined = [0, 0]
+        joined = [0, 0]
         for p in range(1, len(order)):
             ok = order[p] != order[p - 1] + 1 and not {a.tensor for a in nodes[p - 1].outputs}.isdisjoint(
-                _reads(nodes[p]))
-            self.joined.append(self.joined[-1] + ok)
-        self.long: dict[int, list[int]] = {}  # last position -> first positions of kernels longer than max_group
+                _reads(nodes[p]))  # (evaluated only where the two orders part)
+            joined.append(joined[-1] + ok)
+        long: dict[int, list[int]] = {}  # last position -> first positions of kernels longer than max_group
         for i, j in spans:
-            if j - i + 1 > max_group:
-                self.long.setdefault(j, []).append(i)
+            if j - i + 1 > max_group and any(i in r and j in r for r in runs):
+                long.setdefault(j, []).append(i)
+        self.by_end: dict[int, list[tuple[int, float, object]]] = {}  # last position -> [(first, Q, span)]
+        self.candidates: list[tuple[int, int, float]] = []  # (first, last position, Q): the inverse's
+        ctx, sig = seg.structure.context, self._signatures(seg, credit, runs, max_group)
+        answers: dict[tuple, tuple[float, object] | None] = {}  # groups of repeated layers: one analysis
+        for run in runs:
+            for j in run:
+                lo = max(run.start, j - max_group + 1)
+                longs = [i for i in long.get(j, ()) if joined[j + 1] > joined[i + 1]]
+                if cut[j + 1] and cut[j] and joined[j + 1] == joined[lo + 1] and not longs:
+                    continue
+                for i in (*range(j, lo - 1, -1), *longs):
+                    if (cut[i] and cut[j + 1]) or (i < j and joined[j + 1] == joined[i + 1]):
+                        continue  # the file's group of the same nodes, or a group joining no chain
+                    key = (ctx[i:j + 1], tuple(sig[i:j + 1])) if j - i < max_group else (i, j)
+                    got = answers.get(key, False)
+                    if got is False:
+                        s = seg.span(i, j)
+                        got = answers[key] = None if s is None else (s.traffic - credit.of(i, j, held), s)
+                    if got is None:
+                        continue
+                    self.by_end.setdefault(j, []).append((i, got[0], got[1]))
+                    self.candidates.append((i, j, got[0]))
+
+    @staticmethod
+    def _signatures(seg, credit, runs: tuple[range, ...], window: int) -> list:  # noqa: ANN001
+        """Per position in ``runs``: what the residency credit of a group holding it reads of it, with
+        roots as their place among the node's and positions as offsets (``None`` past a group's
+        reach): groups with equal contexts (:mod:`.structure`) and equal signatures get the same credit."""
+        def off(d: int) -> int | None:
+            return d if -window < d < window else None
+
+        roots = seg.structure.roots
+        out: list = [None] * len(roots)
+        for run in runs:
+            for k in run:
+                where = {r: x for x, r in enumerate(roots[k])}
+                reads = tuple((where[t], b, None if p < 0 else off(p - k), off(f - k))
+                              for t, b, p, f in credit.reads[k])
+                out[k] = (reads, tuple((where[t], b, off(last - k)) for t, b, last in credit.writes[k]))
+        return out
+
+
+class Alternative:
+    """The branch order's side of one partition (one chip): its :class:`BranchGroups` and, per
+    position, the node's matrix, vector and special seconds (``units``, in the branch order)."""
+
+    def __init__(self, groups: BranchGroups, units: Sequence[tuple[float, ...]]) -> None:
+        self.groups, self.order, self.cut, self.candidates = groups, groups.order, groups.cut, groups.candidates
+        self.seg, self.credit = groups.seg, groups.credit
+        self.pre = [[0.0] for _ in range(3)]
+        for u in units:
+            for x in range(3):
+                self.pre[x].append(self.pre[x][-1] + u[x])
         self.best: dict[int, float] = {}  # the branch order's own states (positions that are not cuts)
         self.back: dict[int, tuple[int, int, float, float, object]] = {}  # state -> its last group
-        self.candidates: list[tuple[int, int, float]] = []  # (first, last position, Q): the inverse's
 
     def step(self, j: int, best: list[float], choice: list, bw: float) -> None:
         """The branch order's groups ending at position ``j`` (after the file's): a group ending at a cut
         that beats ``best[j + 1]`` replaces it, marked ``(first, None, time)`` in ``choice``."""
-        mg, joined, units, cut = self.max_group, self.joined, self.units, self.cut
-        lo = max(0, j - mg + 1)
-        longs = [i for i in self.long.get(j, ()) if joined[j + 1] > joined[i + 1]]
-        if cut[j + 1] and cut[j] and joined[j + 1] == joined[lo + 1] and not longs:
+        got = self.groups.by_end.get(j)
+        if not got:
             return
-        m = v = sp = 0.0
-        for i in (*range(j, lo - 1, -1), *longs):
-            if i >= lo:
-                m, v, sp = m + units[i][0], v + units[i][1], sp + units[i][2]
-            else:  # a long kernel
-                m, v, sp = (math.fsum(units[k][x] for k in range(i, j + 1)) for x in range(3))
-            if (cut[i] and cut[j + 1]) or (i < j and joined[j + 1] == joined[i + 1]):
-                continue  # the file's group of the same nodes, or a group joining no chain
-            start = best[i] if self.cut[i] else self.best.get(i, math.inf)
+        cut, pm, pv, ps = self.cut, *self.pre
+        for i, q, s in got:
+            start = best[i] if cut[i] else self.best.get(i, math.inf)
             if math.isinf(start):
                 continue
-            s = self.seg.span(i, j)
-            if s is None:
-                continue
-            q = s.traffic - self.credit.of(i, j, self.held)
-            self.candidates.append((i, j, q))
-            compute = max(m, v, sp)
+            compute = max(pm[j + 1] - pm[i], pv[j + 1] - pv[i], ps[j + 1] - ps[i])
             t = max(compute, q / bw)
-            if self.cut[j + 1]:
+            if cut[j + 1]:
                 if start + t < best[j + 1] * (1 - 1e-12):
                     best[j + 1] = start + t
                     choice[j + 1] = (i, None, t)
@@ -242,4 +282,4 @@ class Alternative:
                 self.back[j + 1] = (i, j, compute, t, s)
 
 
-__all__ = ["Alternative", "block_dependencies", "branch_order", "cuts", "regions"]
+__all__ = ["Alternative", "BranchGroups", "block_dependencies", "branch_order", "cuts", "regions"]

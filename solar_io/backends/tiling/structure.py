@@ -87,13 +87,15 @@ def structure(g: Graph, metrics: tuple[NodeMetrics, ...], v: GraphTraffic, windo
 
 
 def with_contexts(g: Graph, v: GraphTraffic, nodes: tuple[int, ...], window: int,
-                  runs: tuple[range, ...]) -> Structure:
+                  runs: tuple[range, ...], roots: tuple[tuple[str, ...], ...] | None = None) -> Structure:
     """The :class:`Structure` of ``g`` with node ids ``nodes`` and the contexts of the nodes in ``runs``
     (ranges of positions; a reference never reaches back before its run's start, so only segments
-    inside one run may share a context). A node outside every run gets a context of its own."""
+    inside one run may share a context). A node outside every run gets a context of its own. ``roots``:
+    each node's roots in access order, when known (another structure's, permuted)."""
     ctx_ids: dict[tuple, int] = {}
     ctxs = [-1 - k for k in range(len(g.nodes))]
-    roots_of = [tuple(dict.fromkeys(v.root[a.tensor] for a in (*n.inputs, *n.outputs))) for n in g.nodes]
+    roots_of = list(roots) if roots is not None else [
+        tuple(dict.fromkeys(v.root[a.tensor] for a in (*n.inputs, *n.outputs))) for n in g.nodes]
     tmap = g.tensor_map
 
     def near(d: int) -> int | None:

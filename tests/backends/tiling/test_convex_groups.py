@@ -219,3 +219,36 @@ def test_inverse_roofline_searches_the_branch_order_too() -> None:
             z = 1.0 / req.with_chip_rest_ratio
             assert schedule_time(r, req.resource, z) <= target * (1 + 1e-9) < \
                 schedule_time(r, req.resource, z * (1 + 1e-6)), req
+
+
+def layered(layers: int) -> Graph:
+    """``layers`` copies of the interleaved pair of chains, each layer reading the last one's outputs."""
+    nodes, roles = [], {"a0": ("M", "input"), "b0": ("N", "input")}
+    for k in range(1, layers + 1):
+        a, b = f"a{k - 1}", f"b{k - 1}"
+        nodes += [ew(f"A1_{k}", "relu", [a], f"p{k}", "M"), ew(f"B1_{k}", "relu", [b], f"q{k}", "N"),
+                  ew(f"A2_{k}", "exp", [f"p{k}"], f"a{k}", "M"), ew(f"B2_{k}", "exp", [f"q{k}"], f"b{k}", "N")]
+        last = k == layers
+        roles.update({f"p{k}": ("M", "intermediate"), f"q{k}": ("N", "intermediate"),
+                      f"a{k}": ("M", "output" if last else "intermediate"),
+                      f"b{k}": ("N", "output" if last else "intermediate")})
+    return graph(nodes, roles)
+
+
+@pytest.mark.parametrize("residency", [True, False])
+def test_repeated_layers_share_their_analysis_and_agree_with_a_fresh_one(residency: bool) -> None:
+    """The branch order's groups of identical layers are analysed once (contexts and credit signatures);
+    the partition equals the one analysing every group afresh (reuse=False)."""
+    from solar_io.metrics import graph_metrics
+
+    g = layered(5)
+    r = bound(g, H100, cache_aware=True, capacity=S, residency=residency)
+    units = [{"matrix": n.matrix_time, "vector": n.vector_time, "special": n.special_time} for n in r.nodes]
+    args = (g, graph_metrics(g), units, r.dram_bandwidth, S, r.fused.time, r.unfused.time)
+    shared = partition.cache_aware(*args, residency=residency)
+    fresh = partition.cache_aware(*args, residency=residency, reuse=False)
+    assert shared.time == fresh.time and shared.groups == fresh.groups
+    assert sorted(shared.branch_candidates) == sorted(fresh.branch_candidates)
+    # the branch order runs chain A through every layer, then chain B: groups hold one chain each
+    assert all(len({n[0] for n in gr.nodes}) == 1 for gr in shared.groups)
+    assert any(len(gr.nodes) > 2 and not gr.consecutive for gr in shared.groups)
