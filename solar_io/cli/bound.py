@@ -16,9 +16,10 @@ from ..backends.bound import bound_many, resolve_graph
 from ..backends.roofline.model import BoundError
 from ..backends.roofline.report import to_json, to_yaml
 from ..backends.roofline.table import DEFAULT_TOP, render, warnings
-from ..format.yamltext import write_atomic
 from ..progress import step
 from ..units import SIZE_RULES
+from .options import StrictDequant, StrictFp32
+from .output import print_or_write, write_text
 
 FORMATS = ("table", "yaml", "json", "html")
 
@@ -36,15 +37,8 @@ def bound_command(
     allow_tf32: bool = typer.Option(False, "--allow-tf32", help="Accepted for old command lines: fp32 matrix work "
                                                                 "at the faster of the fp32 and tf32 peaks is now "
                                                                 "the default (see --strict-fp32)."),
-    strict_fp32: bool = typer.Option(False, "--strict-fp32", help="Price fp32 matrix work at IEEE fp32 peaks only. "
-                                                                  "Default: the faster of the fp32 and tf32 matrix "
-                                                                  "peaks (PyTorch runs fp32 convolutions as TF32 "
-                                                                  "on NVIDIA GPUs by default)."),
-    strict_dequant: bool = typer.Option(False, "--strict-dequant", help="Price dequantised operands as written. "
-                                                                        "Default: a contraction whose operands are "
-                                                                        "cast from fp8/fp6/fp4/int8/int4 (and scaled) "
-                                                                        "runs at that low-precision peak, the chain "
-                                                                        "inside its kernel."),
+    strict_fp32: StrictFp32 = False,
+    strict_dequant: StrictDequant = False,
     clock: str | None = typer.Option(None, "--clock", help="Scale every compute peak to this core clock (1500MHz): "
                                                            "peak x clock / the spec's clock; DRAM bandwidth is "
                                                            "not scaled."),
@@ -138,7 +132,7 @@ def bound_command(
                 print(f"{graph}: warning: {line}", file=sys.stderr)
     limit = None if top == 0 else top
     if html_path is not None:
-        _write(html_path, _html(g, reports, None))
+        write_text(html_path, _html(g, reports, None), BoundError)
         print(f"{graph}: HTML report written to {html_path}", file=sys.stderr)
     if fmt == "html":
         text = _html(g, reports, limit)
@@ -155,10 +149,7 @@ def bound_command(
                console=Console(highlight=False, width=None if sys.stdout.isatty() else 200))
         sys.stdout.write(phase_text(g, reports[0]))
         return
-    if output is None:
-        sys.stdout.write(text)
-        return
-    _write(output, text)
+    print_or_write(output, text, BoundError)
 
 
 def phase_text(g, report) -> str:  # noqa: ANN001 - a Graph and its Report
@@ -193,13 +184,6 @@ def assumption_text(g) -> str:  # noqa: ANN001 - a Graph
         detail = f": {a.detail}" if a.detail else ""
         lines.append(f"  {a.kind}: {a.subject}{detail}" + (f" [{vals}]" if vals else ""))
     return "\n".join(lines) + "\n"
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        write_atomic(path, text)
-    except OSError as e:
-        raise BoundError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def _html(g, reports, limit: int | None) -> str:  # noqa: ANN001 - a Graph and its Reports

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..backends.parallel import ParallelError, parallel_bound, parse_layout, render
 from ..backends.parallel.table import document
-from ..format.yamltext import emit, write_atomic
+from ..format.yamltext import emit
+from .output import print_or_write
 
 
 def parallel_command(graph_path: Path, g, hw: str | None, parallel: str | None, system: str | None,  # noqa: ANN001
@@ -41,13 +42,7 @@ def parallel_command(graph_path: Path, g, hw: str | None, parallel: str | None, 
         text = json.dumps(document(r), indent=2) + "\n"
     else:
         text = render(r)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        write_atomic(output, text)
-    except OSError as e:
-        raise ParallelError(f"{output}: cannot write: {e.strerror or e}") from None
+    print_or_write(output, text, ParallelError)
 
 
 __all__ = ["parallel_command"]

@@ -20,6 +20,7 @@ from ..graph import Graph
 from ..progress import enabled as progress_enabled
 from ..progress import step
 from ..units import SIZE_RULES, parse_size_int
+from .options import KvCache, PageSize
 
 
 def _parse_dims(text: str | None, flag: str) -> dict[str, int] | None:
@@ -132,9 +133,8 @@ def capture_command(
     seq: int | None = typer.Option(None, "--seq", help="--phase: new tokens per sequence (prefill: the prompt; "
                                    "decode: 1 by default)."),
     kv_len: int = typer.Option(0, "--kv-len", help="--phase: positions already in the KV cache (decode: > 0)."),
-    cache: str = typer.Option("dynamic", "--cache", help="--phase: KV cache kind: dynamic (the step returns the "
-                              "grown cache), static (writes the new entries), paged (a block table of pages)."),
-    page_size: int = typer.Option(16, "--page-size", help="--phase with --cache paged: positions per page."),
+    cache: KvCache = "dynamic",
+    page_size: PageSize = 16,
     routing: str | None = typer.Option(None, "--routing", help="torch: the MoE routing a capture with "
                                        "data-dependent shapes assumes: observed (the example inputs' routing, "
                                        "run on the CPU), uniform (default: expected distinct experts "

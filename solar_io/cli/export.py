@@ -21,6 +21,7 @@ from ..format.files import check_text, warn
 from ..format.yamltext import YamlError, read_text, write_atomic
 from ..graph import Graph
 from ..progress import step
+from .options import OutFolder, Verbose
 
 export_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                          help="Export a graph to Timeloop or AccelForge input files.")
@@ -33,12 +34,17 @@ def _fail(msg: str) -> None:
     raise SolarIOError(msg)
 
 
-def _read_graph(path: Path) -> tuple[Graph, str]:
-    """(graph, file text) of a valid graph file; one-line error otherwise."""
+def _read(path: Path) -> str:
+    """The text of ``path`` (at most SOLAR_IO_MAX_BYTES); one-line error otherwise."""
     try:
-        text = read_text(path)
+        return read_text(path)
     except (YamlError, OSError) as e:
         _fail(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}")
+
+
+def _read_graph(path: Path) -> tuple[Graph, str]:
+    """(graph, file text) of a valid graph file; one-line error otherwise."""
+    text = _read(path)
     g, issues = check_text(text, str(path))
     if g is None:
         raise GraphError(issues, str(path))
@@ -102,13 +108,13 @@ def _run(fn: Callable[[], None]) -> None:
 @export_app.command("accelforge")
 def export_accelforge_cmd(
     graph: Path = typer.Argument(..., help="The einsum-graph file."),
-    out: Path = typer.Option(..., "-o", "--out", help="Output folder (created if needed)."),
+    out: OutFolder = ...,
     arch: str | None = typer.Option(None, "--arch", help="Also write a two-level architecture "
                                     "(DRAM + one buffer of this chip's on-chip capacity)."),
     strict: bool = typer.Option(False, "--strict", help="Fail instead of skipping nodes AccelForge cannot express."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Map the workload on the --arch architecture "
                                   "with AccelForge (needs accelforge importable, Python >= 3.12)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every file written (default: one line)."),
+    verbose: Verbose = False,
 ) -> None:
     """Write GRAPH as an AccelForge workload: OUT/STEM.workload.yaml (and STEM.arch.yaml)."""
     from ..exporters.accelforge import export_accelforge
@@ -141,9 +147,9 @@ def _evaluate(workload: Path, arch: Path) -> None:
 @export_app.command("timeloop")
 def export_timeloop_cmd(
     graph: Path = typer.Argument(..., help="The einsum-graph file."),
-    out: Path = typer.Option(..., "-o", "--out", help="Output folder (created if needed)."),
+    out: OutFolder = ...,
     strict: bool = typer.Option(False, "--strict", help="Fail instead of skipping nodes Timeloop cannot express."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every file written (default: one line)."),
+    verbose: Verbose = False,
 ) -> None:
     """Write GRAPH as Timeloop v0.4 problems (one per node) and a LoopTree einsum list."""
     from ..exporters.common import graph_sha256
@@ -166,11 +172,7 @@ def import_accelforge_cmd(
     from ..format.files import dumps
 
     def go() -> None:
-        try:
-            text = read_text(workload)
-        except (YamlError, OSError) as e:
-            _fail(f"{workload}: cannot read: {getattr(e, 'strerror', None) or e}")
-        g, notes = import_accelforge(text, str(workload))
+        g, notes = import_accelforge(_read(workload), str(workload))
         for n in notes:
             typer.echo(f"warning: {n}", err=True)
         write_atomic(out, dumps(g))

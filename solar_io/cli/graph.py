@@ -12,8 +12,8 @@ from pathlib import Path
 import typer
 
 from ..errors import SolarIOError
-from ..format.yamltext import write_atomic
 from ..progress import step
+from .output import write_text
 
 
 def graph_command(
@@ -49,10 +49,7 @@ def graph_command(
     if str(output) == "-":
         sys.stdout.write(text)
         return
-    try:
-        write_atomic(output, text)
-    except OSError as e:
-        raise SolarIOError(f"{output}: cannot write: {e.strerror or e}") from None
+    write_text(output, text)
     collapsed = "collapsed" in pic.vertices
     typer.echo(f"{output}: {len(pic.vertices)} boxes, {len(pic.edges)} edges, {len(pic.clusters)} clusters"
                + (" (repeated blocks collapsed; --expand draws them)" if collapsed else "")

@@ -27,6 +27,7 @@ from ..graph import FORMAT_VERSION
 from ..metrics import graph_metrics
 from ..progress import is_quiet, set_quiet
 from ..resources import schema_issues
+from .options import AllowNewer
 
 #: The commands that live in their own modules, in --help order: name -> (module of solar_io.cli, attribute,
 #: "command" or a sub-app's help: None for its own). :func:`main` imports only the one a command line runs
@@ -193,9 +194,7 @@ def check(files: list[Path] = typer.Argument(..., help="Graph files to check."),
 
 def fmt(files: list[Path] = typer.Argument(..., help="Graph files to rewrite canonically."),
         check_only: bool = typer.Option(False, "--check", help="Only report files that are not canonical."),
-        allow_newer: bool = typer.Option(False, "--allow-newer", help="Rewrite a file of a newer minor format "
-                                         f"version as {FORMAT_VERSION}, dropping the fields this solar-io does "
-                                         "not know (refused without it)."),
+        allow_newer: AllowNewer = False,
         ) -> None:
     """Rewrite graph files in canonical form (``--check``: exit 1 if any would change)."""
     changed = 0
@@ -273,9 +272,7 @@ def info(file: Path = typer.Argument(..., help="A graph file.")) -> None:
 
 def migrate(files: list[Path] = typer.Argument(..., help="Graph files of an older format version."),
             output: Path | None = typer.Option(None, "-o", "--output", help="Write here (one file only)."),
-            allow_newer: bool = typer.Option(False, "--allow-newer", help="Rewrite a file of a newer minor "
-                                             f"format version as {FORMAT_VERSION}, dropping the fields this "
-                                             "solar-io does not know (refused without it)."),
+            allow_newer: AllowNewer = False,
             ) -> None:
     """Upgrade graph files to the current format version (in place unless -o)."""
     if output is not None and len(files) != 1:

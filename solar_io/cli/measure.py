@@ -16,6 +16,7 @@ from ..hardware.spec import HardwareSpec
 from ..measure.measure import Measurement, capture_graph, headroom, measure_file
 from ..measure.runners import RunOptions
 from ..units import format_ratio, format_time, parse_time
+from .options import Compile, Device, Json, MinTime, Repeats, TorchDtype, Warm
 
 
 def resolve_specs(hw: str) -> list[HardwareSpec]:
@@ -55,19 +56,18 @@ def describe(m: Measurement) -> str:
 def measure_command(
     model: Path = typer.Argument(..., help="A model file (PyTorch or JAX). WARNING: this runs the code in the file."),
     frontend: str | None = typer.Option(None, "--frontend", help="torch or jax (default: from the file's imports)."),
-    compile_: bool = typer.Option(False, "--compile", help="PyTorch: time torch.compile(model) instead of eager."),
-    warm: bool = typer.Option(False, "--warm", help="Do not flush the cache between timed runs (the SOL assumes "
-                                                    "operands start in DRAM, so the default flushes)."),
-    repeats: int = typer.Option(10, "--repeats", min=1, help="Timed runs (at least)."),
+    compile_: Compile = False,
+    warm: Warm = False,
+    repeats: Repeats = 10,
     warmup: int = typer.Option(2, "--warmup", min=0, help="Untimed runs first."),
-    min_time: str = typer.Option("0.2s", "--min-time", help="Keep timing until this much run time has accumulated."),
-    dtype: str | None = typer.Option(None, "--dtype", help="PyTorch: cast the model and inputs (bf16, fp16, fp32)."),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda (CUDA events; the GPU's L2 is flushed)."),
+    min_time: MinTime = "0.2s",
+    dtype: TorchDtype = None,
+    device: Device = "cpu",
     bound: bool = typer.Option(False, "--bound", help="Also capture and bound the file (needs --hw), print headroom."),
     hw: str | None = typer.Option(None, "--hw", help="Chips for --bound: names, spec paths, or 'local' (probe)."),
     cache_aware: bool = typer.Option(True, "--cache-aware/--no-cache-aware", help="With --bound: also the "
                                                                                   "cache-aware fidelity."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    as_json: Json = False,
 ) -> None:
     """Time a model file's forward pass: warm-up, repeated timed runs, median/min/IQR; with --bound --hw,
     its SOL on each chip and the headroom (measured / SOL) at each fidelity with the binding resource.

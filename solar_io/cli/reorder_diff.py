@@ -21,6 +21,7 @@ from ..dse.reorder_apply import Check, apply
 from ..format.files import dump
 from ..metrics import graph_metrics
 from ..units import format_si, format_time
+from .options import Json
 
 # ---------------------------------------------------------------------------- reorder
 
@@ -187,7 +188,7 @@ def diff_command(
     new: Path = typer.Argument(..., metavar="NEW", help="The later graph file."),
     hw: str | None = typer.Option(None, "--hw", help="Chip name, alias or spec path: compare the unfused and "
                                                      "fused SOL on it."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    as_json: Json = False,
     fail_on_regression: str | None = typer.Option(
         None, "--fail-on-regression", help="Exit 1 when the SOL (with --hw; else the MACs) grows by more than "
                                            "this percentage (5% or 5)."),

@@ -22,6 +22,7 @@ from ..reports.plot import Point, roofline_plot
 from ..reports.tables import folder_summary, to_csv, to_markdown, to_records
 from ..units import SIZE_RULES, format_time, parse_size_int
 from .measure import parse_min_time, resolve_specs
+from .options import Compile, Device, MinTime, Repeats, TorchDtype, Warm, Workers
 
 
 def _budget(text: str | None) -> int | None:
@@ -73,17 +74,17 @@ def check_bounds_command(
     folders: list[Path] = typer.Argument(..., help="Folders of model files (or files). WARNING: runs their code."),
     hw: str = typer.Option(..., "--hw", help="The chip the runs happen on: a spec path (from `solar-io hw probe`), "
                                              "a name, or 'local' to probe this CPU now."),
-    repeats: int = typer.Option(5, "--repeats", min=1, help="Timed runs per model (at least)."),
-    min_time: str = typer.Option("0.05s", "--min-time", help="Per model, keep timing until this much run time."),
-    warm: bool = typer.Option(False, "--warm", help="Do not flush the cache between runs."),
+    repeats: Repeats = 5,
+    min_time: MinTime = "0.05s",
+    warm: Warm = False,
     cache_aware: bool = typer.Option(True, "--cache-aware/--no-cache-aware", help="Check the cache-aware "
                                                                                   "fidelity too."),
-    dtype: str | None = typer.Option(None, "--dtype", help="PyTorch: cast models and inputs (bf16, fp16, fp32)."),
-    device: str = typer.Option("cpu", "--device", help="cpu, or cuda (CUDA events, the GPU's L2 flushed)."),
-    compile_: bool = typer.Option(False, "--compile", help="PyTorch: time torch.compile(model) instead of eager."),
+    dtype: TorchDtype = None,
+    device: Device = "cpu",
+    compile_: Compile = False,
     budget: str | None = typer.Option(None, "--budget", help="Skip models needing more memory (default: half the "
                                                              f"available memory); {SIZE_RULES}."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Worker processes for capture and bound (timing is serial)."),
+    jobs: Workers = 1,
     output: Path | None = typer.Option(None, "-o", "--output", help="Write every case as YAML (or .json) here."),
     tolerance: float = typer.Option(0.0, "--tolerance", min=0.0, max=0.5,
                                     help="Flag a run only when it is below SOL x (1 - TOL): the noise margin of "
@@ -133,12 +134,12 @@ def report_command(
     hw: str = typer.Option(..., "--hw", help="Chip: a name, a spec path, or 'local' to probe this CPU."),
     measure: bool = typer.Option(True, "--measure/--no-measure", help="Time each model here (needs the chip to "
                                                                       "be this machine); --no-measure: bounds only."),
-    repeats: int = typer.Option(5, "--repeats", min=1, help="Timed runs per model (at least)."),
-    warm: bool = typer.Option(False, "--warm", help="Do not flush the cache between runs."),
+    repeats: Repeats = 5,
+    warm: Warm = False,
     cache_aware: bool = typer.Option(True, "--cache-aware/--no-cache-aware", help="Compute the cache-aware "
                                                                                   "fidelity."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw roofline.png (needs matplotlib)."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Worker processes for capture and bound (timing is serial)."),
+    jobs: Workers = 1,
     html: bool = typer.Option(False, "--html", help="Also write report.html: one self-contained page, a sortable "
                                                     "and filterable table and an interactive roofline."),
 ) -> None:

@@ -26,6 +26,7 @@ from ..dse.sweep import (
     table_document,
     write_tables,
 )
+from .options import KvCache, PageSize, StrictDequant, StrictFp32
 
 MAX_SHIFT_LINES = 40
 
@@ -166,17 +167,15 @@ def sweep_command(
                                   "source program numerically (default: no; check the model once with capture)."),
     frontend: str | None = typer.Option(None, "--frontend", help="Force a frontend for the model file."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write sol_vs_<parameter>.png plots (matplotlib)."),
-    strict_fp32: bool = typer.Option(False, "--strict-fp32", help="fp32 matrix work at fp32 peaks only (default: the "
-                                     "faster of fp32 and tf32, as solar-io bound)."),
-    strict_dequant: bool = typer.Option(False, "--strict-dequant", help="Dequantised operands priced as written "
-                                        "(default: at their low-precision origin's peak, as solar-io bound)."),
+    strict_fp32: StrictFp32 = False,
+    strict_dequant: StrictDequant = False,
     phase: str | None = typer.Option(None, "--phase", help="Capture a serving step (prefill or decode over a KV "
                                      "cache, as solar-io capture --phase) at every point; --set batch, seq, kv_len "
                                      "and page_size are then the step's, and the decode roofline (bytes per token: "
                                      "weights and cache) is printed."),
-    cache: str = typer.Option("dynamic", "--cache", help="--phase: KV cache kind: dynamic, static or paged."),
+    cache: KvCache = "dynamic",
     seq: int | None = typer.Option(None, "--seq", help="--phase: new tokens per sequence unless --set seq=..."),
-    page_size: int = typer.Option(16, "--page-size", help="--phase with --cache paged: positions per page."),
+    page_size: PageSize = 16,
     dtype: str | None = typer.Option(None, "--dtype", help="Cast the model and floating inputs at every point: bf16, "
                                      "fp16, fp32."),
 ) -> None:

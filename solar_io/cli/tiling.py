@@ -23,6 +23,7 @@ from ..backends.tiling.floors import floor
 from ..backends.tiling.ilp import solve
 from ..backends.tiling.partition import capacity_of
 from ..units import SIZE_RULES, parse_bytes
+from .options import Json
 
 
 def tiling_command(
@@ -36,7 +37,7 @@ def tiling_command(
     points: int = typer.Option(16, "--points", min=2, max=64, help="Capacities on the Q(S) curve."),
     plot_path: Path | None = typer.Option(None, "--plot", help="Write the Q(S) curve as an image (needs "
                                                                "matplotlib, the 'plot' extra)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    as_json: Json = False,
 ) -> None:
     """Lower bound on the DRAM traffic of one einsum with finite on-chip memory, Q(S) (at most every grid
     tiling of any tile sizes and loop order), the provable floors and Q/floor, the best tiling found
