@@ -88,3 +88,20 @@ def test_a_complex_quotient_without_a_rule_is_opaque_not_a_quotient_of_parts(tmp
     assert ops.count("aten._fft_r2c") == 2 and "aten.div" in ops
     (div,) = [n for n in g.nodes if n.op == "aten.div"]
     assert "complex tensor over a complex tensor" in div.reason
+
+
+def test_views_of_a_complex_tensor_keep_the_pairs_last(tmp_path):
+    """unsqueeze, transpose, slice, select, reshape and expand of a spectrum act on its complex dims
+    (L2/052's filter spectrum is unsqueezed before the product): validated, no opaque op but the FFT."""
+    B, C, L = 2, 3, 8
+    F = L // 2 + 1  # z: [2, 3, 5] complex
+    # [2, 1, 3, 5] -> [3, 1, 2, 5] -> [2, 1, 2, 5] -> [2, 2, 5] -> [4, 5] -> [2, 4, 5]
+    g = _capture(tmp_path, "z = torch.fft.rfft(xs[0])\n"
+                           "v = z.unsqueeze(1).transpose(0, 2)[1:3].select(1, 0).reshape(4, -1)\n"
+                           "return torch.view_as_real(v.unsqueeze(0).expand(2, 4, -1) * 2.0)",
+                 f"torch.randn({B}, {C}, {L})")
+    assert [n.op for n in g.nodes if n.kind == "opaque"] == ["aten._fft_r2c"]
+    m = solar_io.graph_metrics(g)
+    out = 2 * 4 * F * 2  # the result's parts, fp32
+    assert m.boundary_bytes == 4 * B * C * L + 4 * out
+    assert m.flops_vector == out  # the scale: one multiply per part

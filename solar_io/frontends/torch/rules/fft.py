@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..ctx import Args, LowerCtx, T, complex_part
 from ..registry import OPAQUE_REASONS, NoLowering, complex_rule
-from .shape import concat, select_dim
+from .shape import concat, expand_to, select_dim, slice_dim
 
 FFT_REASON = ("FFT, bytes-only bound: its inputs and outputs are counted at their sizes (complex ones as "
               "(real, imaginary) pairs) and its compute floor is 0; no FLOP count is claimed, since 5 N log2 N "
@@ -79,6 +79,53 @@ def complex_copy(ctx: LowerCtx, a: Args) -> T:
     if ctx.op == "aten.clone" or (ctx.op == "aten.contiguous" and x.name in ctx.noncontig):
         return ctx.copy(x)
     return x
+
+
+def _pairs_shape(ctx: LowerCtx) -> tuple[int, ...]:
+    """The graph shape of the op's complex result: torch's shape and the trailing (re, im) rank."""
+    _part_dtype(ctx)
+    return (*(int(d) for d in ctx.node.meta["val"].shape), 2)
+
+
+def _dim(ctx: LowerCtx, x: T, dim: int) -> int:
+    """A complex tensor's dim (negative counts from its last complex dim) as a dim of its pairs."""
+    return dim % (len(ctx.shape(x)) - 1)
+
+
+@complex_rule("aten.view", "aten.reshape", "aten._unsafe_view", "aten.unsqueeze", "aten.squeeze", "aten.flatten",
+              "aten.unflatten")
+def complex_reshape(ctx: LowerCtx, a: Args) -> T:
+    """A row-major reshape of a complex tensor is one of its pairs with the (re, im) rank kept last."""
+    return ctx.reshape(a.self, _pairs_shape(ctx))
+
+
+@complex_rule("aten.expand")
+def complex_expand(ctx: LowerCtx, a: Args) -> T:
+    return expand_to(ctx, a.self, _pairs_shape(ctx))
+
+
+@complex_rule("aten.permute", "aten.transpose", "aten.t")
+def complex_permute(ctx: LowerCtx, a: Args) -> T:
+    """The complex dims permuted, the (re, im) rank kept last."""
+    nd = len(ctx.shape(a.self)) - 1
+    if ctx.op == "aten.permute":
+        perm = [d % nd for d in a.dims]
+    else:
+        perm = list(range(nd))
+        d0, d1 = (0, 1) if ctx.op == "aten.t" else (a.dim0 % nd, a.dim1 % nd)
+        if nd >= 2 or ctx.op != "aten.t":
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+    return ctx.permute(a.self, [*perm, nd])
+
+
+@complex_rule("aten.slice")
+def complex_slice(ctx: LowerCtx, a: Args) -> T:
+    return slice_dim(ctx, a.self, _dim(ctx, a.self, a.dim), a.start, a.end, a.step or 1)
+
+
+@complex_rule("aten.select")
+def complex_select(ctx: LowerCtx, a: Args) -> T:
+    return select_dim(ctx, a.self, _dim(ctx, a.self, a.dim), a.index)
 
 
 def _trailing(ctx: LowerCtx, x: T) -> T:
