@@ -34,7 +34,6 @@ from solar_io.hardware.catalog import split_clock
 from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 from ..format.files import load
-from .inverse import inverse_roofline
 from .result import Fidelity, NodeBound, Options, Report
 from .roofline.bounds import UNFUSED_NOTE, fused_fidelity, price_nodes, resources, totals, unfused_fidelity
 from .roofline.clock import at_clock
@@ -235,6 +234,8 @@ def _report(gt: GraphTraffic, spec: HardwareSpec, clock_note: str | None, option
                opaque=gt.metrics.opaque, unpriced=priced.unpriced, notes=tuple(notes), measured=measured,
                cache=cache, kernels=kernels, precision=record(g, pplan, priced.repriced))
     if latency is not None:
+        from .inverse import inverse_roofline  # only with a target (--target-latency / --target-rate)
+
         r = replace(r, inverse=inverse_roofline(r, latency, rate))
     return r
 
