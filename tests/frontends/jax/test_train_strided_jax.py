@@ -1,7 +1,7 @@
 """JAX strided backward passes (issue 22): lax.pad with interior and negative padding (the backward of a
-strided slice or pooling) and the gradients of a 1x1 stride-2 convolution (a ResNet downsample: a weight
-gradient with negative padding, an input gradient whose odd phases no tap reaches) are lowered, not opaque;
-bytes and MACs by hand, validated against jax.jit."""
+strided slice or pooling), the gradients of a 1x1 stride-2 convolution (a ResNet downsample: a weight
+gradient with negative padding, an input gradient whose odd phases no tap reaches) and a max pooling's
+backward (select_and_scatter_add) are lowered, not opaque; bytes and MACs by hand, validated against jax.jit."""
 
 from __future__ import annotations
 
@@ -43,6 +43,21 @@ def model(p, x):
     return jax.lax.conv_general_dilated(x * p["s"], p["w"], (2, 2), "VALID", dimension_numbers=dn)
 def get_inputs():
     return [jnp.asarray(np.random.default_rng(1).standard_normal((2, 8, 8, 4)), jnp.float32)]
+"""
+
+
+MAXPOOL = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+import flax.linen as nn
+def get_params():
+    return {"s": jnp.asarray(np.random.default_rng(0).standard_normal((4,)), jnp.float32)}
+def model(p, x):
+    h = jax.nn.relu(x * p["s"])  # many zeros: windows with ties
+    return nn.max_pool(h, (3, 3), (2, 2), padding=((1, 1), (1, 1))) * 2.0
+def get_inputs():
+    return [jnp.asarray(np.random.default_rng(1).standard_normal((2, 9, 9, 4)), jnp.float32)]
 """
 
 
@@ -88,3 +103,13 @@ def test_strided_1x1_conv_step(tmp_path: Path) -> None:
     assert (h_read + w_bytes, dy) in convs            # forward
     assert (h_read, w_bytes) in convs                 # weight gradient (dy of a sum loss is a broadcast: no bytes)
     assert (w_bytes, n * 8 * 8 * c * 4) in convs      # input gradient: writes all of dx, zeros included
+
+
+def test_max_pool_backward(tmp_path: Path) -> None:
+    # select_and_scatter_add: each window's first maximum (ties among relu zeros: XLA's order) gets the
+    # gradient; one kernel reads the pooled input [2, 9, 9, 4] and dy [2, 5, 5, 4] once, writes dx whole
+    g = _step(tmp_path, MAXPOOL)
+    assert graph_metrics(g).macs == 0
+    (k,) = [(r, w) for op, r, w in _kernels(g) if op == "jax.select_and_scatter_add"]
+    x = 2 * 9 * 9 * 4 * 4
+    assert k == (x + 2 * 5 * 5 * 4 * 4, x)

@@ -7,10 +7,11 @@ the output's shape; scalar literals become immediates); reductions reduce over t
 (``s*O + d*K - lo``) with the padding a declared border, and a transposed convolution is one
 such einsum per output phase; data movement (transpose, slice, pad, broadcast) are copies,
 reshapes are row-major views; ``gather`` is an indirect copy and ``scatter*`` a scatter
-einsum (format 1.1); ``scan`` and counted ``while`` loops are unrolled; cumulative ops are
+einsum (format 1.1), as is a max pooling's backward (``select_and_scatter_add``, ``pool_grad``);
+``scan`` and counted ``while`` loops are unrolled; cumulative ops are
 format-1.1 scans. What stays opaque says why (``opaque.REASONS``).
 
 One module per family; importing this package registers every rule in ``registry.RULES``.
 """
 
-from . import contraction, conv, conv_transpose, elementwise, indexing, loops, movement, opaque  # noqa: F401
+from . import contraction, conv, conv_transpose, elementwise, indexing, loops, movement, opaque, pool_grad  # noqa: F401
