@@ -139,6 +139,37 @@ def unrolled(g: Graph) -> Graph:
     return replace(g, repeats=()) if g.repeats else g
 
 
+_SAME = ("kind", "op", "space", "map", "reduce", "movement", "axis", "view", "fill", "reason", "location", "attrs",
+         "scan", "phase")
+
+
+def _is_instance(item: Node, n: Node, var: str, value: int) -> bool:
+    """True when ``item`` is node ``n`` of a block in the instance where ``var`` is ``value`` (the
+    same test as ``expand_node(n, var, value) == item``, without building the node)."""
+    if item.name != fill(n.name, var, value) or len(item.inputs) != len(n.inputs) or \
+            len(item.outputs) != len(n.outputs) or any(getattr(item, f) != getattr(n, f) for f in _SAME):
+        return False
+    for x, a in zip(item.inputs + item.outputs, n.inputs + n.outputs, strict=True):
+        if x.tensor != fill(a.tensor, var, value) or (x.index is not a.index and x.index != expand_access(
+                Access(x.tensor, a.index), var, value).index):
+            return False
+    return (item.init == (None if n.init is None else fill(n.init, var, value))
+            and item.kernel == (None if n.kernel is None else fill(n.kernel, var, value))
+            and item.pad == tuple((fill(t, var, value), dims) for t, dims in n.pad))
+
+
+def _matches(r: Repeat, items: tuple) -> bool:
+    if r.tensors:
+        return instances(r) == tuple(items[r.at:r.at + r.count * r.size])
+    k = r.at
+    for v in r.values:
+        for n in r.nodes:
+            if not _is_instance(items[k], n, r.var, v):
+                return False
+            k += 1
+    return True
+
+
 def check(g: Graph) -> list[Issue]:
     """Errors of ``g``'s repeat blocks: a bad variable or count, instances out of range or overlapping,
     or instances that differ from the graph's nodes/tensors they say they are."""
@@ -166,6 +197,46 @@ def check(g: Graph) -> list[Issue]:
             out.append(Issue(path, f"repeat block over {what} {r.at}..{end - 1} overlaps another block"))
             continue
         covered[what].append((r.at, end))
-        if instances(r) != tuple(items[r.at:end]):
+        if not _matches(r, items):
             out.append(Issue(path, f"the instances of repeat block {i} differ from {what} {r.at}..{end - 1}"))
     return out
+
+
+def covered_nodes(g: Graph, issues: list[Issue]) -> set[int]:
+    """Indices of nodes whose per-node checks their block's instances 0, 1 and last already make.
+
+    ``issues`` is :func:`check`'s result (a block it found wrong covers nothing). Instance ``k`` of a
+    correct block is its node with the variable set: the same fields, and references to the same
+    tensors or to tensors declared alike (checked here for each instance); its index constants are
+    affine in the variable, so in bounds for every instance when in bounds for the first and last.
+    """
+    bad = {i.path[1] for i in issues if len(i.path) > 1 and i.path[0] == "repeats"}
+    tmap = g.tensor_map
+    out: set[int] = set()
+
+    def decl(name: str) -> tuple | None:
+        t = tmap.get(name)
+        return None if t is None else (t.ranks, t.dtype, t.role, t.value, t.density, t.generated)
+
+    for i, r in enumerate(g.repeats):
+        if i in bad or not r.nodes or r.count < 4:
+            continue
+        refs = [(j, a.tensor) for j, n in enumerate(r.nodes) for a in n.inputs + n.outputs
+                if has_slot(a.tensor, r.var)]
+        second = r.start + r.step
+        want = [decl(fill(name, r.var, second)) for _, name in refs]
+        if None in want:
+            continue
+        for k in range(2, r.count - 1):
+            v = r.start + k * r.step
+            if all(decl(fill(name, r.var, v)) == w for (_, name), w in zip(refs, want, strict=True)):
+                out.update(range(r.at + k * r.size, r.at + (k + 1) * r.size))
+    return out
+
+
+def checked(g: Graph) -> tuple[list[Issue], set[int]]:
+    """:func:`check`'s errors and :func:`covered_nodes` (empty for a graph without blocks)."""
+    if not g.repeats:
+        return [], set()
+    issues = check(g)
+    return issues, covered_nodes(g, issues)

@@ -19,7 +19,7 @@ from ..graph import PHASES, Graph, Node
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
 from .kinds import fields_too_new
-from .repeat import check as check_repeats
+from .repeat import checked as checked_repeats
 from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, VersionError, parse_version, too_new
 
 SOURCE_ROLES = ("input", "weight", "constant")
@@ -67,21 +67,21 @@ class _Validator:
                 self.err(("tensors", i, "generated"), f"tensor {t.name}: only constants without a value may be "
                                                       "generated")
         names: set[str] = set()
+        blocks, covered = checked_repeats(g)  # repeat blocks; the nodes their instances 0, 1 and last check
         for i, n in enumerate(g.nodes):
             if n.name in names:
                 self.err(("nodes", i, "name"), f"node name {n.name!r} is used twice")
             names.add(n.name)
-            self.node(i, n)
-        for k in split_kernels(g.nodes):
-            self.err(("nodes",), f"kernel {k!r}: its nodes must stand consecutively in node order")
-        for i, n in enumerate(g.nodes):
+            if i not in covered:
+                self.node(i, n)
             if n.phase is not None and n.phase not in PHASES:
                 self.err(("nodes", i, "phase"), f"node {n.name}: unknown phase {n.phase!r}; known: {', '.join(PHASES)}")
-        self.issues += fields_too_new(g, self.version) + check_repeats(g)  # fields vs version; repeat blocks
+        for k in split_kernels(g.nodes):
+            self.err(("nodes",), f"kernel {k!r}: its nodes must stand consecutively in node order")
+        self.issues += fields_too_new(g, self.version) + blocks  # fields against their versions; repeat blocks
         for j, u in enumerate(g.validation.unchecked):
             if u.node not in names:
-                self.err(("validation", "unchecked", j, "node"),
-                         f"unchecked node {u.node!r} is not a node of the graph")
+                self.err(("validation", "unchecked", j, "node"), f"unchecked node {u.node!r} is not a graph node")
         self.dataflow()
 
     # ------------------------------------------------------------------ per node

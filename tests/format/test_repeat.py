@@ -104,3 +104,18 @@ def test_a_backwards_block():
     for t in (2, 1, 0):
         h = np.tanh(x[t] @ w + h @ u)
     np.testing.assert_allclose(solar_io.execute(g, {"x": x, "w": w, "u": u})["y"], h, rtol=1e-6, atol=1e-6)
+
+
+def test_validation_checks_every_instance_through_the_first_second_and_last():
+    """Nodes of instances 2 .. count-2 are checked through instances 1 and count-1 (their index
+    constants are affine in t) unless a tensor they use is declared unlike instance 1's."""
+    text = GOLDEN.read_text(encoding="utf-8").replace("  T: 4", "  T: 8").replace("count: 3", "count: 7") \
+        .replace("h.3[B, H]\n  output: y", "h.7[B, H]\n  output: y")
+    g = solar_io.loads(text)
+    assert len(g.nodes) == 2 + 7 * 3 + 1 and not solar_io.validate(g)
+    assert repeat.covered_nodes(g, []) == set(range(2 + 2 * 3, 2 + 6 * 3))  # instances t = 3 .. 6
+    with pytest.raises(GraphError, match="xw"):  # out of bounds in the last instance only (t = 7 reads xw[8])
+        solar_io.loads(text.replace("      - xw[t, B, H]", "      - xw[t + 1, B, H]"))
+    bad = tuple(replace(t, ranks=("B", "D")) if t.name == "pre.4" else t for t in g.tensors)
+    msgs = [i.message for i in solar_io.validate(replace(g, tensors=bad, repeats=g.repeats[1:]))]
+    assert any("pre.4" in m for m in msgs)
