@@ -42,6 +42,11 @@ for it unasked. Two rules, each on by default and each switched off by its stric
       from a larger table (an embedding lookup) or with codes from a wider tensor is no
       dequantisation and keeps its dtype. The report names the table and the code width.
 
+    Not recognised (priced as written, so a kernel of the low-precision class could beat such a bound):
+    a value decoded arithmetically from its bits (sign, exponent and mantissa by shifts, ``pow`` and
+    ``where``), an affine dequantisation with a zero point (``(q - z) * s``: an add is no scale), and
+    codes read from a tensor wider than 8 bits.
+
     A scale's distinct values are counted through the copies that only broadcast or reshape it
     (``repeat_interleave`` materialises an expanded view) and through its casts (an fp8 scale cast
     to fp32): the smallest tensor on that path is the scale, and its path joins the chain.
