@@ -81,11 +81,18 @@ def test_interleaved_branches_fuse_to_the_hand_count(monkeypatch: pytest.MonkeyP
 
 
 def test_the_report_names_groups_that_are_not_consecutive() -> None:
-    from solar_io.backends.roofline.report import report_dict
+    import json
+
+    import jsonschema
+
+    from solar_io.backends.roofline.report import report_dict, to_json
+    from solar_io.resources import data_file
 
     r = bound(interleaved(), H100, cache_aware=True, capacity=S, residency=False)
     groups = report_dict(r)["cache_aware"]["groups"]
     assert [(gr["nodes"], gr["consecutive"]) for gr in groups] == [(["A1", "A2"], False), (["B1", "B2"], False)]
+    schema = json.loads(data_file("schema", "sol-report-v1.schema.json").read_text())
+    jsonschema.validate(json.loads(to_json([r])), schema)
 
 
 def test_a_non_convex_set_never_fuses() -> None:
