@@ -36,6 +36,8 @@ def merge(name: str, rows: Sequence[NodeBound], traffic: NodeTraffic, dram: floa
     kernel (its compute is the busiest unit's total), and only ``dram`` bytes cross DRAM."""
     if len(rows) == 1:
         r = rows[0]
+        if dram == r.dram_bytes:  # its own row: the same bytes, hence the same memory time, time and bottleneck
+            return r
         t, bn = time_and_bottleneck(r.matrix_time, r.vector_time, r.special_time, dram / bw)
         return replace(r, memory_time=dram / bw, dram_bytes=dram, time=t, bottleneck=bn)
     loads: dict[str, Load] = {}
