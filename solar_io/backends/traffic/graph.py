@@ -112,7 +112,7 @@ def reordered(gt: GraphTraffic, order: Sequence[int]) -> GraphTraffic:
     from ``gt`` without re-reading the graph; kept on the new graph as :func:`traffic_of` keeps it. Its
     kernels are ``gt``'s, moved (``spans``; the new graph's nodes keep their declarations)."""
     g, gm = gt.graph, gt.metrics
-    g2 = replace(g, nodes=tuple(g.nodes[k] for k in order))
+    g2 = replace(g, nodes=tuple(g.nodes[k] for k in order), repeats=())  # repeat blocks name file positions
     gm2 = replace(gm, nodes=tuple(gm.nodes[k] for k in order))
     pos = [0] * len(order)
     for p, k in enumerate(order):
