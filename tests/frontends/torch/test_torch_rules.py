@@ -79,6 +79,8 @@ class _BN(torch.nn.Module):
 # op name -> (function of the inputs, input makers)
 CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten.mm": (lambda a, b: aten.mm.default(a, b), [r(5, 7), r(7, 3)]),
+    "aten.outer": (lambda x, y: aten.outer.default(x, y), [r(5), r(3)]),
+    "aten.ger": (lambda x, y: aten.ger.default(x, y), [r(4), r(6)]),
     "aten.addbmm": (lambda c, a, b: aten.addbmm.default(c, a, b, beta=0.5, alpha=2.0),
                     [r(2, 3), r(5, 2, 6), r(5, 6, 3)]),
     "aten.addcdiv": (lambda x, a, b: aten.addcdiv.default(x, a, b, value=0.5), [r(3, 4), r(3, 4), pos(3, 4)]),
