@@ -24,5 +24,4 @@ $(AF_STAMP): mk/accelforge.mk
 
 accelforge-venv: $(AF_STAMP)
 
-# `make test` builds it first.
-test: accelforge-venv
+# `make test` builds it first (its test-setup target, beside the other set-up: Makefile).

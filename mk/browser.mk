@@ -2,7 +2,7 @@
 # Installed once where this runs as root with apt-get; anywhere else the test is skipped and says why.
 # By hand: apt-get install -y chromium chromium-driver (and graphviz for `solar-io graph` pictures).
 .PHONY: browser
-browser:
+browser: jail  # one apt-get at a time (make -j)
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian's chromium, chromium-driver and graphviz (once)"; \
