@@ -109,16 +109,11 @@ def expand_access(a: Access, var: str, value: int) -> Access:
 
 def expand_node(n: Node, var: str, value: int) -> Node:
     """Node ``n`` of a block in the instance where ``var`` is ``value``."""
-    changes: dict = {"name": fill(n.name, var, value),
-                     "inputs": tuple(expand_access(a, var, value) for a in n.inputs),
-                     "outputs": tuple(expand_access(a, var, value) for a in n.outputs)}
-    if n.init is not None:
-        changes["init"] = fill(n.init, var, value)
-    if n.pad:
-        changes["pad"] = tuple((fill(t, var, value), dims) for t, dims in n.pad)
-    if n.kernel is not None:
-        changes["kernel"] = fill(n.kernel, var, value)
-    return replace(n, **changes)
+    return Node(fill(n.name, var, value), n.kind, n.op, tuple(expand_access(a, var, value) for a in n.inputs),
+                tuple(expand_access(a, var, value) for a in n.outputs), n.space, n.map, n.reduce, n.movement, n.axis,
+                n.view, tuple((fill(t, var, value), dims) for t, dims in n.pad) if n.pad else (), n.fill, n.reason,
+                n.location, n.attrs, n.scan, None if n.init is None else fill(n.init, var, value),
+                None if n.kernel is None else fill(n.kernel, var, value), n.phase)
 
 
 def expand_tensor(t: Tensor, var: str, value: int) -> Tensor:
@@ -158,7 +153,8 @@ def _is_instance(item: Node, n: Node, var: str, value: int) -> bool:
             and item.pad == tuple((fill(t, var, value), dims) for t, dims in n.pad))
 
 
-def _matches(r: Repeat, items: tuple) -> bool:
+def matches(r: Repeat, items: tuple) -> bool:
+    """True when ``items[r.at:]`` begins with the instances of ``r``, in order."""
     if r.tensors:
         return instances(r) == tuple(items[r.at:r.at + r.count * r.size])
     k = r.at
@@ -197,7 +193,7 @@ def check(g: Graph) -> list[Issue]:
             out.append(Issue(path, f"repeat block over {what} {r.at}..{end - 1} overlaps another block"))
             continue
         covered[what].append((r.at, end))
-        if not _matches(r, items):
+        if not matches(r, items):
             out.append(Issue(path, f"the instances of repeat block {i} differ from {what} {r.at}..{end - 1}"))
     return out
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ...format.repeat import expand_node, fill, instances
+from ...format.repeat import expand_node, fill, matches
 from ...format.repeat_codec import canonical
 from ...graph import Node, Repeat, Tensor
 
@@ -74,11 +74,11 @@ def blocks(pending: Sequence[Pending], nodes: Sequence[Node], tensors: Sequence[
             body = tuple(replace(n, kernel=nodes[i + j].kernel) if i + j < len(nodes) else n
                          for j, n in enumerate(p.nodes))
             r = Repeat(p.var, p.start, p.step, p.count, i, nodes=body)
-            if instances(r) == tuple(nodes[i:i + p.count * len(body)]):
+            if i + p.count * len(body) <= len(nodes) and matches(r, nodes):
                 out.append(r)
         j = tensor_at.get(fill(p.tensors[0].name, p.var, p.start)) if p.tensors else None
         if j is not None:
             r = Repeat(p.var, p.start, p.step, p.count, j, tensors=p.tensors)
-            if instances(r) == tuple(tensors[j:j + p.count * len(p.tensors)]):
+            if j + p.count * len(p.tensors) <= len(tensors) and matches(r, tuple(tensors)):
                 out.append(r)
     return canonical(out)

@@ -10,6 +10,7 @@ A graph too large for the budget is validated per distinct node at reduced sizes
 from __future__ import annotations
 
 import warnings
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -161,32 +162,59 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30,
         return _validate_whole(cap, seed)
 
 
+class _EagerRun:
+    """The model built on the CPU with the validation's seeds and run once, recording what the graph
+    needs: random values (only when it has random opaque nodes) and selections (only when it has
+    choice tensors). Each recording mode sees every ATen op in Python (a GRU's 6,144 cells take
+    seconds that way), so an unneeded one stays off; the kernel fallback runs only when a run
+    without it met an op with no kernel here (that run is then redone afresh, with it)."""
+
+    def __init__(self, cap: Capture, seed: int):
+        self.cap = cap
+        torch.manual_seed(seed)
+        self.model = cap.source.model("cpu")  # CaptureError when building it raises
+        torch.manual_seed(seed + 1)
+        self.inputs = cap.source.inputs("cpu")
+        self.before = _snapshot(cap, self.model, self.inputs)  # forward may replace state or write inputs
+        self.recorder, self.selections, self.kernels = RandomRecorder(), SelectionRecorder(), KernelFallback()
+        self.ref: list[torch.Tensor] | None = None
+
+    def run(self, random_ops: bool, fallback: bool) -> None:
+        modes = [m for m, on in ((self.recorder, random_ops), (self.selections, bool(self.cap.lowered.selections)),
+                                 (self.kernels, fallback)) if on]
+        with torch.no_grad(), no_dropout(), forcing(self.cap.plan), ExitStack() as stack:
+            for m in modes:
+                stack.enter_context(m)
+            self.ref = _flat_tensors(self.model(*self.inputs))
+
+
 def _validate_whole(cap: Capture, seed: int) -> Validation:
     g = cap.graph
     reference = f"torch {torch.__version__} cpu eager"
-    torch.manual_seed(seed)
-    model = cap.source.model("cpu")  # CaptureError when building it raises
-    torch.manual_seed(seed + 1)
-    inputs = cap.source.inputs("cpu")
     for name, _, result in cap.lowered.selections:  # placeholders until the eager run chose them
         if name in g.tensor_map:
             cap.lowered.const_data.setdefault(name, np.zeros(g.shape(name), np.float32 if result == -1 else np.int64))
-    before = _snapshot(cap, model, inputs)  # forward may replace state (self.hidden = ...) or write inputs
-    recorder = RandomRecorder()
-    selections = SelectionRecorder()
-    kernels = KernelFallback()
+    random_ops = any(n.kind == "opaque" and n.op.split(".")[-1] in RANDOM_OPS for n in g.nodes)
+    ev = _EagerRun(cap, seed)
     try:
-        with torch.no_grad(), no_dropout(), forcing(cap.plan), recorder, selections, kernels:
-            ref = _flat_tensors(model(*inputs))
+        try:
+            ev.run(random_ops, fallback=False)
+        except NotImplementedError:  # an op with no kernel here for its dtypes: afresh, with the fallback
+            ev = _EagerRun(cap, seed)
+            ev.run(random_ops, fallback=True)
+    except CaptureError:
+        raise
     except Exception as e:
-        if kernels.missing is not None:  # a limit of this device, not a failure of the program
-            op, err = kernels.missing
+        if ev.kernels.missing is not None:  # a limit of this device, not a failure of the program
+            op, err = ev.kernels.missing
             return skipped(f"{op} has no kernel on the cpu, even with float64 inputs ({err}): the model cannot run "
                            "on the validation device")
         hint = (" (the file is written for an accelerator and ran on the cpu here; if it runs there, --no-validate "
                 "captures it without this check)") if cap.source.accelerator else ""
         raise CaptureError(f"{cap.source.name}: running the model eagerly raised {type(e).__name__}: "
                            f"{first_line(e, 300)}{hint}") from e
+    model, inputs, before, ref = ev.model, ev.inputs, ev.before, ev.ref
+    recorder, selections, kernels = ev.recorder, ev.selections, ev.kernels
     for node in g.nodes:  # opaque nodes may have lost outputs nobody reads
         impl = cap.lowered.opaque_fns.get(node.name)
         if impl is not None and hasattr(impl, "keep"):
