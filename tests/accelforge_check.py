@@ -51,8 +51,14 @@ def load_task(task: dict) -> dict:
 
 
 def map_task(task: dict) -> dict:
-    """Map the workload on the architecture; the counts the mapper reports."""
-    return _eval_module().evaluate(task["workload"], task["arch"], fast=task.get("fast", True))
+    """Map the workload on the architecture; the counts the mapper reports. The mapper runs in this
+    process (one job): the tests already run one process per mapping, and each worker of AccelForge's
+    own pool would import AccelForge again."""
+    import importlib
+
+    importlib.import_module("accelforge.util.parallel").set_n_parallel_jobs(1)
+    return _eval_module().evaluate(task["workload"], task["arch"], fast=task.get("fast", True),
+                                   templates=task.get("templates"))
 
 
 def isl_task(task: dict) -> dict:

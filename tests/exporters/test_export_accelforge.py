@@ -165,8 +165,11 @@ def accelforge_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
         keys.append(("load", stem))
     for stem, g in mapped.items():
         write_exports(export_accelforge(g, stem, arch="h100-sxm"), d)
+        # the examples check counts of work, which no mapping changes: one template per einsum; the
+        # chain checks the traffic of the best fused mapping: the mapper's whole (fast) search
         tasks.append({"kind": "map", "workload": str(d / f"{stem}.workload.yaml"),
-                      "arch": str(d / f"{stem}.arch.yaml"), "fast": True})
+                      "arch": str(d / f"{stem}.arch.yaml"), "fast": True,
+                      "templates": None if stem == "chain" else 1})
         keys.append(("map", stem))
     results = run_checks(tasks, d)
     return {"graphs": graphs | mapped, **{k: r for k, r in zip(keys, results, strict=True)}}
