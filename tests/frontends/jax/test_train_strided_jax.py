@@ -1,7 +1,8 @@
 """JAX strided backward passes (issue 22): lax.pad with interior and negative padding (the backward of a
 strided slice or pooling), the gradients of a 1x1 stride-2 convolution (a ResNet downsample: a weight
 gradient with negative padding, an input gradient whose odd phases no tap reaches) and a max pooling's
-backward (select_and_scatter_add) are lowered, not opaque; bytes and MACs by hand, validated against jax.jit."""
+backward (select_and_scatter_add) and a depthwise convolution's weight gradient (batch groups) are lowered,
+not opaque; bytes and MACs by hand, validated against jax.jit."""
 
 from __future__ import annotations
 
@@ -61,6 +62,23 @@ def get_inputs():
 """
 
 
+DEPTHWISE = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+def get_params():
+    r = np.random.default_rng(0)
+    return {"s": jnp.asarray(r.standard_normal((4,)), jnp.float32),
+            "w": jnp.asarray(r.standard_normal((3, 3, 1, 4)) * 0.3, jnp.float32)}
+def model(p, x):
+    dn = ("NHWC", "HWIO", "NHWC")
+    return jax.lax.conv_general_dilated(x * p["s"], p["w"], (1, 1), "SAME", dimension_numbers=dn,
+                                        feature_group_count=4)
+def get_inputs():
+    return [jnp.asarray(np.random.default_rng(1).standard_normal((2, 8, 8, 4)), jnp.float32)]
+"""
+
+
 def _kernels(g):  # noqa: ANN001, ANN202
     """[(op of the kernel's first node, bytes read, bytes written)] of the unfused bound's kernels."""
     gt = traffic_of(g)
@@ -113,3 +131,14 @@ def test_max_pool_backward(tmp_path: Path) -> None:
     (k,) = [(r, w) for op, r, w in _kernels(g) if op == "jax.select_and_scatter_add"]
     x = 2 * 9 * 9 * 4 * 4
     assert k == (x + 2 * 5 * 5 * 4 * 4, x)
+
+
+def test_depthwise_conv_step(tmp_path: Path) -> None:
+    # the weight gradient of a depthwise convolution is a batch-grouped convolution (batch_group_count 4) and
+    # its result is re-laid-out by a reshape with dimensions (moving size-1 dims only: a view)
+    g = _step(tmp_path, DEPTHWISE)
+    n, h, w, c, k = 2, 8, 8, 4, 3 * 3
+    assert graph_metrics(g).macs == 3 * n * h * w * c * k  # forward, weight and input gradients
+    assert any(dict(nd.attrs).get("batch_groups") == 4 for nd in g.nodes)
+    (wgrad,) = [(r, wr) for op, r, wr in _kernels(g) if op == "jax.conv_general_dilated" and wr == k * c * 4]
+    assert wgrad[0] == n * h * w * c * 4  # reads x * s once (dy of a sum loss is a broadcast: no bytes)

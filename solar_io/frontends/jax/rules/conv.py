@@ -1,4 +1,5 @@
-"""Convolutions (``conv_general_dilated``) and pooling windows (``reduce_window_*``)."""
+"""Convolutions (``conv_general_dilated``: feature groups, batch groups, negative padding) and pooling
+windows (``reduce_window_*``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def conv(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     if any(d != 1 for d in p["lhs_dilation"]):
         return [conv_lhs_dilated(ctx, eqn, x, w)]
     if p["batch_group_count"] != 1:
-        raise NoLowering("batch_group_count")
+        return [_batch_grouped(ctx, eqn, x, w)]
     lhs, rhs, osp = p["dimension_numbers"]
     bind_image(ctx, x, lhs)
     groups = p["feature_group_count"]
@@ -90,6 +91,75 @@ def conv(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     if groups != 1:
         y = reshape(ctx, y, oshape)
     return [y]
+
+
+def _batch_grouped(ctx: Lowerer, eqn: Any, x: str, w: str) -> str:
+    """``batch_group_count = G`` (the weight gradient of a grouped or depthwise convolution): the input's
+    batch dim splits into G blocks of ``B/G``, the kernel's output features into G blocks of ``K/G``, and
+    block g of the features reads block g of the batch only::
+
+        out[b, (K/G)*g + kg, O..] = sum_{c, Kw..} x[(B/G)*g + b, c, s*O + d*Kw - lo] w[(K/G)*g + kg, c, Kw..]
+
+    one einsum over ``(b, g, kg, O.., c, Kw..)``, its output's feature dim as ``(g, kg)`` then viewed whole.
+    """
+    p = eqn.params
+    groups = p["batch_group_count"]
+    if p["feature_group_count"] != 1:
+        raise NoLowering("batch and feature groups together")
+    lhs, rhs, osp = p["dimension_numbers"]
+    bind_image(ctx, x, lhs)
+    xs, ws, oshape = ctx.shape(x), ctx.shape(w), ctx.out_shape()
+    nsp = len(xs) - 2
+    batch, k_out = xs[lhs[0]], ws[rhs[0]]
+    if batch % groups or k_out % groups:
+        raise NoLowering("batch or output features not divisible by batch_group_count")
+    xr = ctx.ranks(x)
+    hints: list[str | None] = [None] * len(ws)
+    hints[rhs[0]], hints[rhs[1]] = image_family(xr, lhs, 1) + "*", xr[lhs[1]]
+    for i in range(nsp):
+        hints[rhs[2 + i]] = ["KD", "KH", "KW"][3 - nsp + i] if nsp <= 3 else "K*"
+    ctx.b.bind(w, hints)
+    wr = ctx.ranks(w)
+    taken: set[str] = set()
+
+    def new(fam: str, size: int) -> str:
+        r = ctx.b.rank(fam, size, taken)
+        taken.add(r)
+        return r
+
+    b_r, g_r = new(family(xr[lhs[0]]), batch // groups), new("G", groups)
+    kg_r = new(family(wr[rhs[0]]), k_out // groups)
+    outs = [new(image_family(xr, lhs, 2 + i), oshape[osp[2 + i]]) for i in range(nsp)]
+    cr = new(family(xr[lhs[1]]), xs[lhs[1]])
+    kdims = [new(family(wr[rhs[2 + i]]), ws[rhs[2 + i]]) for i in range(nsp)]
+    x_idx: list[str] = [""] * len(xs)
+    x_idx[lhs[0]], x_idx[lhs[1]] = f"{batch // groups}*{g_r} + {b_r}", cr
+    border: dict[str, tuple[int, int]] = {}
+    for i in range(nsp):
+        s, d, (lo, _hi) = p["window_strides"][i], p["rhs_dilation"][i], p["padding"][i]
+        x_idx[lhs[2 + i]] = f"{s}*{outs[i]} + {d}*{kdims[i]} " + (f"- {lo}" if lo >= 0 else f"+ {-lo}")
+        reach_hi = s * (oshape[osp[2 + i]] - 1) + d * (ws[rhs[2 + i]] - 1) - lo
+        over = max(0, reach_hi - (xs[lhs[2 + i]] - 1))
+        if lo > 0 or over:
+            border[xr[lhs[2 + i]]] = (max(lo, 0), over)
+    w_idx: list[str] = [""] * len(ws)
+    w_idx[rhs[0]], w_idx[rhs[1]] = f"{k_out // groups}*{g_r} + {kg_r}", cr
+    for i in range(nsp):
+        w_idx[rhs[2 + i]] = kdims[i]
+    out_ranks: list[str] = []
+    for j in range(len(oshape)):
+        if j == osp[0]:
+            out_ranks.append(b_r)
+        elif j == osp[1]:
+            out_ranks += [g_r, kg_r]
+        else:
+            out_ranks.append(outs[list(osp[2:]).index(j)])
+    y = ctx.tensor(out_ranks, ctx.out_dtype(), "batch_grouped")
+    ctx.b.einsum(y, ctx.op, out_ranks + [cr] + kdims, [access(x, x_idx), access(w, w_idx)], access(y, out_ranks),
+                 "mul", "add", pad={x: border} if border else None,
+                 attrs={"stride": [int(v) for v in p["window_strides"]], "batch_groups": int(groups)},
+                 location=ctx.location)
+    return reshape(ctx, y, oshape)
 
 
 @rule("reduce_window_sum", "reduce_window_max", "reduce_window_min")

@@ -15,9 +15,17 @@ from .helpers import _bound, lin, reshape
 
 @rule("reshape")
 def reshape_rule(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
-    if eqn.params.get("dimensions") is not None:
-        raise NoLowering("reshape with dimensions")
-    return [reshape(ctx, ins[0], eqn.params["new_sizes"])]
+    dims = eqn.params.get("dimensions")
+    x = ins[0]
+    if dims is not None and tuple(dims) != tuple(range(len(dims))):  # transpose first, then row-major
+        xr, xs = ctx.ranks(x), ctx.shape(x)
+        perm = [xr[int(d)] for d in dims]
+        # moving only size-1 dims keeps the layout: a view; else the transpose moves the data
+        same = [d for d in dims if xs[d] != 1] == sorted(d for d in dims if xs[d] != 1)
+        t = ctx.tensor(perm, ctx.dtype(x), "transposed")
+        ctx.b.copy(t, ctx.op, perm, [access(x, xr)], access(t, perm), view=same, location=ctx.location)
+        x = t
+    return [reshape(ctx, x, eqn.params["new_sizes"])]
 
 
 @rule("squeeze", "expand_dims")
