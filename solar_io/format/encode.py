@@ -12,6 +12,7 @@ from typing import Any
 from ..graph import FORMAT_NAME, Graph, Node, Tensor
 from .assumptions import encode_assumptions
 from .kinds import SINCE, keys
+from .repeat import usable
 from .repeat_codec import encode_list, node_blocks, tensor_blocks
 from .versioning import parse_version
 
@@ -39,9 +40,10 @@ def encode(g: Graph) -> dict:
     if g.assumptions:
         doc["assumptions"] = encode_assumptions(g.assumptions)
     doc["ranks"] = dict(g.ranks)
-    doc["tensors"] = encode_list(g.tensors, tensor_blocks(g.repeats), _encode_tensor)
+    blocks = usable(g)  # repeat blocks that still describe their items
+    doc["tensors"] = encode_list(g.tensors, tensor_blocks(blocks), _encode_tensor)
     declared = parse_version(g.version) >= SINCE[("node", "kernel")]  # an older file keeps its bytes
-    doc["nodes"] = encode_list(g.nodes, node_blocks(g.repeats), lambda n: _encode_node(n, declared))
+    doc["nodes"] = encode_list(g.nodes, node_blocks(blocks), lambda n: _encode_node(n, declared))
     v = g.validation
     val: dict[str, Any] = {"status": v.status, "method": v.method}
     for k in ("reference", "model", "attempts", "seed", "rtol", "atol", "max_abs_error", "max_rel_error"):

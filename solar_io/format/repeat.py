@@ -167,8 +167,9 @@ def matches(r: Repeat, items: tuple) -> bool:
 
 
 def check(g: Graph) -> list[Issue]:
-    """Errors of ``g``'s repeat blocks: a bad variable or count, instances out of range or overlapping,
-    or instances that differ from the graph's nodes/tensors they say they are."""
+    """Errors of ``g``'s repeat blocks (a bad variable or count, instances out of range or overlapping),
+    and a warning for a block whose instances differ from the nodes/tensors it says they are (a graph
+    changed after capture, e.g. given training phases: the file writes those items one by one)."""
     out: list[Issue] = []
     ranks = dict(g.ranks)
     covered: dict[str, list[tuple[int, int]]] = {"nodes": [], "tensors": []}
@@ -193,9 +194,19 @@ def check(g: Graph) -> list[Issue]:
             out.append(Issue(path, f"repeat block over {what} {r.at}..{end - 1} overlaps another block"))
             continue
         covered[what].append((r.at, end))
-        if not matches(r, items):
-            out.append(Issue(path, f"the instances of repeat block {i} differ from {what} {r.at}..{end - 1}"))
+        if not matches(r, items):  # a graph transformed after capture: the block no longer says what it did
+            out.append(Issue(path, f"the instances of repeat block {i} differ from {what} {r.at}..{end - 1}: "
+                                   f"they are written one by one", "warning"))
     return out
+
+
+def usable(g: Graph) -> tuple[Repeat, ...]:
+    """The blocks of ``g`` that :func:`check` finds right: what a file may write as blocks (the others'
+    items are written one by one, so the file is the graph either way)."""
+    if not g.repeats:
+        return ()
+    bad = {i.path[1] for i in check(g) if len(i.path) > 1 and i.path[0] == "repeats"}
+    return tuple(r for i, r in enumerate(g.repeats) if i not in bad)
 
 
 def covered_nodes(g: Graph, issues: list[Issue]) -> set[int]:
