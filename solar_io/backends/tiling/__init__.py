@@ -1,7 +1,7 @@
 """The tiling backend: cache-aware SOL with finite on-chip memory (PuLP + CBC).
 
-:mod:`.einsum` (one einsum as a tiling problem), :mod:`.relax` (why Q(S) is a lower bound over every
-integer tiling: the interval relaxation), :mod:`.ilp` (Q(S), refined and cached), :mod:`.model` (the
+:mod:`.einsum` (one einsum as a tiling problem), :mod:`.sizes` (tile sizes: divisors, counts),
+:mod:`.relax` (why Q(S) is a lower bound over every integer tiling: the interval relaxation), :mod:`.ilp` (Q(S), refined and cached), :mod:`.model` (the
 tiling integer program), :mod:`.solver` (CBC to proven optimality),
 :mod:`.sweep` (the same optimum by enumeration for few ranks), :mod:`.floors` (provable lower bounds),
 :mod:`.curve` (the Q(S) ski-slope),

@@ -17,7 +17,7 @@ The model (single on-chip buffer of S bytes between the compute and DRAM, Orojen
   relevant loop (``X_T``). The output is written once per visit and its partial sums read back on
   every visit but the first: ``traffic_O = Cover_O * (2 M_O - 1)``.
 
-:func:`candidates` (divisors and powers of two) is kept for the brute-force references of the tests;
+:func:`.sizes.candidates` (divisors and powers of two) is kept for the brute-force references of the tests;
 the search itself takes interval breakpoints (:func:`.relax.breakpoints`).
 """
 
@@ -26,16 +26,19 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import Any
 
 from solar_io.affine import AffineExpr
 from solar_io.dtypes import DTYPES
 from solar_io.footprint import expr_distinct
 from solar_io.graph import Graph, Node
 
+from .sizes import candidates, divisors, trips
+
 _BIG = 1 << 40
-RAGGED_ABOVE = 64  # ranks larger than this also get non-divisor (power-of-two) tile sizes
 _MAX_GROUP_POINTS = 1 << 16
 
 
@@ -101,14 +104,7 @@ class Einsum:
     def signature(self) -> tuple:
         """A key equal for einsums with the same shapes, accesses and dtypes (rank names dropped); kept
         per object (an einsum is solved and floored again at every capacity)."""
-        got = _SIGNATURES.get(id(self))
-        if got is not None and got[0] is self:
-            return got[1]
-        if len(_SIGNATURES) >= _MEMO_LIMIT:
-            _SIGNATURES.clear()
-        sig = self._signature()
-        _SIGNATURES[id(self)] = (self, sig)
-        return sig
+        return _kept(_SIGNATURES, self, Einsum._signature)
 
     def _signature(self) -> tuple:
         pos = {r: i for i, r in enumerate(self.space)}
@@ -203,14 +199,17 @@ def merge_equivalent(e: Einsum) -> tuple[Einsum, dict[str, tuple[str, ...]]]:
 
     Kept per object: the same einsum is solved again at every capacity.
     """
-    got = _MERGED.get(id(e))
-    if got is not None and got[0] is e:
-        return got[1]
-    if len(_MERGED) >= _MEMO_LIMIT:
-        _MERGED.clear()
-    out = _merge_equivalent(e)
-    _MERGED[id(e)] = (e, out)
-    return out
+    return _kept(_MERGED, e, _merge_equivalent)
+
+
+def _kept(table: dict, e: Einsum, compute: Callable[[Einsum], Any]) -> Any:  # noqa: ANN401
+    """``compute(e)``, kept in ``table`` by the object's id (with the object, so that the id stays its own)."""
+    got = table.get(id(e))
+    if got is None or got[0] is not e:
+        if len(table) >= _MEMO_LIMIT:
+            table.clear()
+        got = table[id(e)] = (e, compute(e))
+    return got[1]
 
 
 def _merge_equivalent(e: Einsum) -> tuple[Einsum, dict[str, tuple[str, ...]]]:
@@ -255,100 +254,6 @@ def split_tile(merged: tuple[str, ...], size: dict[str, int], d: int) -> dict[st
         out[r] = t
         d //= t
     return out
-
-
-@lru_cache(maxsize=1 << 12)
-def divisors(n: int) -> list[int]:
-    """The divisors of n, ascending, from n's prime factors (milliseconds for any n < 2**64, where
-    trial division up to sqrt(n) would take hours for a rank of size 2**62).
-
-    >>> divisors(12), len(divisors(2**62)), divisors(2**61 - 1)
-    ([1, 2, 3, 4, 6, 12], 63, [1, 2305843009213693951])
-    """
-    out = [1]
-    for p, k in sorted(_factor(n).items()):
-        out = [d * p**e for d in out for e in range(k + 1)]
-    return sorted(out)
-
-
-_MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)  # deterministic Miller-Rabin below 3.3e24
-
-
-def _is_prime(n: int) -> bool:
-    if n < 2:
-        return False
-    for p in _MR_BASES:
-        if n % p == 0:
-            return n == p
-    d, s = n - 1, 0
-    while d % 2 == 0:
-        d, s = d // 2, s + 1
-    for a in _MR_BASES:
-        x = pow(a, d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(s - 1):
-            x = x * x % n
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
-def _split(n: int) -> int:
-    """A non-trivial factor of the odd composite n (Pollard's rho with Floyd cycle finding)."""
-    for c in itertools.count(1):
-        x = y = 2
-        d = 1
-        while d == 1:
-            x = (x * x + c) % n
-            y = (y * y + c) % n
-            y = (y * y + c) % n
-            d = math.gcd(abs(x - y), n)
-        if d != n:
-            return d
-    raise AssertionError("unreachable")
-
-
-def _factor(n: int) -> dict[int, int]:
-    """{prime: exponent} of n >= 1: small primes by trial division, the rest by Pollard's rho."""
-    out: dict[int, int] = {}
-    for p in (2, 3, 5, 7, 11, 13):
-        while n % p == 0:
-            out[p] = out.get(p, 0) + 1
-            n //= p
-    stack = [n] if n > 1 else []
-    while stack:
-        m = stack.pop()
-        if _is_prime(m):
-            out[m] = out.get(m, 0) + 1
-        else:
-            d = _split(m)
-            stack += [d, m // d]
-    return out
-
-
-def trips(n: int, t: int) -> int:
-    """Tiles of size t along a rank of size n (the last one ragged when t does not divide n)."""
-    return -(-n // t)
-
-
-def candidates(n: int, limit: int = 16, ragged: bool = False) -> tuple[int, ...]:
-    """Tile sizes of a rank of size n: its divisors and, with ``ragged`` for ranks over 64, the
-    powers of two below n as well (a ragged last tile; without them a prime-sized rank could only
-    be tiled by 1 or n), thinned to about ``limit`` log-spaced ones (1 and n always kept)."""
-    pool = set(divisors(n))
-    if ragged and n > RAGGED_ABOVE:
-        pool |= {1 << k for k in range(1, n.bit_length()) if (1 << k) < n}
-    ds = sorted(pool)
-    if len(ds) <= limit:
-        return tuple(ds)
-    keep = {1, n}
-    for k in range(1, limit - 1):
-        target = n ** (k / (limit - 1))
-        keep.add(min(ds, key=lambda d: abs(math.log(d) - math.log(target))))
-    return tuple(sorted(keep))
 
 
 @lru_cache(maxsize=1 << 18)
