@@ -1,10 +1,10 @@
 """The tiling backend: cache-aware SOL with finite on-chip memory (PuLP + CBC).
 
 :mod:`.einsum` (one einsum as a tiling problem), :mod:`.sizes` (tile sizes: divisors, counts),
-:mod:`.relax` (why Q(S) is a lower bound over every integer tiling: the interval relaxation), :mod:`.ilp` (Q(S), refined and cached), :mod:`.model` (the
-tiling integer program), :mod:`.solver` (CBC to proven optimality),
-:mod:`.sweep` (the same optimum by enumeration for few ranks), :mod:`.floors` (provable lower bounds),
-:mod:`.curve` (the Q(S) ski-slope),
+:mod:`.relax` (why Q(S) is a lower bound over every integer tiling: the interval relaxation),
+:mod:`.ilp` (Q(S), refined and cached), :mod:`.model` (the tiling integer program), :mod:`.solver`
+(CBC to proven optimality), :mod:`.sweep` (the same optimum by enumeration for few ranks),
+:mod:`.floors` (provable lower bounds), :mod:`.curve` (the Q(S) ski-slope),
 :mod:`.fusion` (fused chains), :mod:`.structure` (structural keys: repeated layers solved once),
 :mod:`.segments` (the traffic of one candidate group), :mod:`.partition` (fusion partition and
 the cache-aware SOL),
