@@ -71,12 +71,14 @@ class _Grid:
 
 
 _GRIDS: dict[tuple, _Grid | None] = {}  # by (signature, rank names, options): every capacity of one einsum shares it
-GRID_CACHE = 256  # grids kept at most (the oldest are dropped first)
+GRID_CACHE = 1 << 22  # option tuples kept over all grids at most (18 bytes each; the oldest grids go first)
+_KEPT = [0]  # option tuples in the grids kept now
 
 
 def clear_grids() -> None:
     """Forget every kept enumeration grid (tests and benchmarks; :func:`.ilp.clear_cache` calls it)."""
     _GRIDS.clear()
+    _KEPT[0] = 0
 
 
 def _grid(e: Einsum, opts: dict[str, tuple[Interval, ...]]) -> _Grid | None:
@@ -84,9 +86,13 @@ def _grid(e: Einsum, opts: dict[str, tuple[Interval, ...]]) -> _Grid | None:
     if key in _GRIDS:
         return _GRIDS[key]
     got = _build(e, opts)
-    if len(_GRIDS) >= GRID_CACHE:
-        del _GRIDS[next(iter(_GRIDS))]
-    _GRIDS[key] = got
+    size = 1 if got is None else got.ws.size
+    if size <= GRID_CACHE:  # a grid larger than the whole budget is used once and not kept
+        while _GRIDS and _KEPT[0] + size > GRID_CACHE:
+            old = _GRIDS.pop(next(iter(_GRIDS)))
+            _KEPT[0] -= 1 if old is None else old.ws.size
+        _GRIDS[key] = got
+        _KEPT[0] += size
     return got
 
 
@@ -136,7 +142,7 @@ def _build(e: Einsum, opts: dict[str, tuple[Interval, ...]]) -> _Grid | None:
         covers.append(cv)
     frac = {r: along([size[r] / iv.hi for iv in opts[r]], r) for r in active}
     least = np.full(shape, np.inf)
-    order = np.zeros(shape, dtype=np.int64)
+    order = np.zeros(shape, dtype=np.int16)  # at most 7! = 5040 orders (MAX_RANKS)
     for f, xs in enumerate(fams.values()):
         total = np.zeros(shape)
         for op, cv, x in zip(e.operands, covers, xs, strict=True):
@@ -146,7 +152,7 @@ def _build(e: Einsum, opts: dict[str, tuple[Interval, ...]]) -> _Grid | None:
             total = total + (cv * (2 * m - 1) if op.output else cv * m)
         better = total < least
         least = np.where(better, total, least)
-        order = np.where(better, f, order)
+        order = np.where(better, np.int16(f), order)
     return _Grid(tuple(active), ws, least, order, tuple(fams))
 
 

@@ -58,7 +58,7 @@ def test_the_sweep_grid_kept_across_capacities_changes_nothing(name: str) -> Non
     random.Random(19).shuffle(caps)
     sweep_mod.clear_grids()
     kept = {cap: sweep_mod.sweep(e, cap, opts) for cap in caps}  # one grid for every capacity
-    assert len(sweep_mod._GRIDS) == 1
+    assert len(sweep_mod._GRIDS) == 1 and sweep_mod._KEPT[0] == sweep_mod._GRIDS[next(iter(sweep_mod._GRIDS))].ws.size
     for cap in caps:
         sweep_mod.clear_grids()
         fresh = sweep_mod.sweep(e, cap, opts)
