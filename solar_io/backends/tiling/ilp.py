@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -81,6 +81,7 @@ def _limit(time_limit: float | None) -> float:
 
 
 _CACHE: dict[tuple, Tiling] = {}
+_FOUND: dict[tuple, tuple[Einsum, Tiling]] = {}  # solve's result per einsum object and tiling found (any capacity)
 _TIMED_OUT: dict[tuple, float] = {}  # key -> the time limit its solve reached
 _LOCK = threading.Lock()
 
@@ -151,7 +152,17 @@ def solve(e: Einsum, capacity: float, time_limit: float | None = TIME_LIMIT) -> 
         for r, v in tile.items():
             full.update(_split(merged[r], size, v) if r in merged else {r: v})
         tile, order = full, tuple(x for r in order for x in merged.get(r, (r,)))
-    return _solution_tiling(e, tile, order, hit.capacity, hit.traffic, hit.gap, hit.rounds, hit.stopped)
+    # The tiling found is often the same at another capacity (everything fits, or the same tiles): its
+    # traffic per operand is then computed once per einsum object and only the capacity differs.
+    key = (id(e), None if tile is None else tuple(tile.items()), order, hit.traffic, hit.gap, hit.rounds, hit.stopped)
+    got = _FOUND.get(key)
+    if got is None or got[0] is not e:
+        if len(_FOUND) >= 1 << 14:
+            _FOUND.clear()
+        got = _FOUND[key] = (e, _solution_tiling(e, tile, order, hit.capacity, hit.traffic, hit.gap, hit.rounds,
+                                                 hit.stopped))
+    t = got[1]
+    return t if t.capacity == hit.capacity else replace(t, capacity=hit.capacity)
 
 
 def _split(ranks: tuple[str, ...], size: dict[str, int], d: int) -> dict[str, int]:
@@ -172,6 +183,7 @@ def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
         _TIMED_OUT.clear()
+        _FOUND.clear()
         clear_grids()
         STATS.update(solved=0, hits=0, timeouts=0, cbc=0)
 
