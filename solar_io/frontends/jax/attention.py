@@ -43,11 +43,13 @@ are searched (not ``scan``/``while`` bodies).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend import core as jcore
 
 from ...graph import Assumption
@@ -56,12 +58,76 @@ from .attention_match import JITS, Region, find_regions
 FORWARD = "solar_io_fused_attention_forward"
 BACKWARD = "solar_io_fused_attention_backward"
 
+_KEPT = re.compile(r"_kept_(\d+)_of_(\d+)$")
+
+
 def kernel_of(eqn: Any) -> str | None:  # noqa: ANN401
     """``forward``/``backward`` for a call of one of the two fused functions, else None."""
     if eqn.primitive.name not in JITS:
         return None
-    name = str(eqn.params.get("name", ""))
+    name = _KEPT.sub("", str(eqn.params.get("name", "")))
     return {FORWARD: "forward", BACKWARD: "backward"}.get(name)
+
+
+def kept_of(eqn: Any) -> tuple[int, int] | None:  # noqa: ANN401
+    """``(kept, all)`` score positions of a fused call whose mask is computed from indices (the
+    call's name carries them, :func:`kept_positions`), else None (every position is computed)."""
+    m = _KEPT.search(str(eqn.params.get("name", "")))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _indexed(eqns: Sequence[Any]) -> bool:
+    """Whether an ``iota`` is among ``eqns`` (jitted sub-calls included)."""
+    return any(e.primitive.name == "iota" or (e.primitive.name in JITS and _indexed(e.params["jaxpr"].jaxpr.eqns))
+               for e in eqns)
+
+
+def kept_positions(r: Region) -> tuple[int, int] | None:
+    """``(kept, all)`` positions of the scores ``x`` a kernel computes when ``mod`` holds a mask made
+    from indices (``iota``: causal, a sliding window), else None.
+
+    A position is skipped when, for every value of the other extras tried (zeros or False, ones or
+    True, random), ``x`` there does not depend on the scores (two random score draws agree) and lies
+    at least 200 below the largest score-dependent ``x`` of its softmax row (its probability is below
+    ``e^-200``: zero in fp32), or its row has no score-dependent position. A flash kernel skips such
+    positions (a causal one skips the blocks above the diagonal), so the rest is the work that no
+    real run avoids.
+
+    >>> import jax, jax.numpy as jnp
+    >>> x = jnp.ones((1, 4, 1, 8))
+    >>> f = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True)
+    >>> [kept_positions(r) for r in find_regions(jax.make_jaxpr(f)(x, x, x).jaxpr).values()]
+    [(10, 16)]
+    """
+    if not _indexed(r.chain):
+        return None
+    s_aval, shape = r.qk.outvars[0].aval, tuple(r.x.aval.shape)
+    rng = np.random.default_rng(0)
+    draws = [rng.uniform(-1.0, 1.0, s_aval.shape).astype(s_aval.dtype) for _ in range(2)]
+    fills = []
+    for how in ("low", "high", "random"):
+        ex = []
+        for v in r.extras:
+            a = v.aval
+            if how == "random":
+                ex.append(rng.integers(0, 2, a.shape).astype(a.dtype))
+            else:
+                ex.append(np.full(a.shape, how == "high", a.dtype))
+        fills.append(ex)
+
+    def kept(s_a: Any, s_b: Any, fills: list[list[Any]]) -> Any:  # noqa: ANN401
+        keep = jnp.zeros(shape, bool)
+        for ex in fills:
+            xa = _replay(r, s_a, ex).astype(jnp.float32)
+            dep = xa != _replay(r, s_b, ex).astype(jnp.float32)
+            top = jnp.max(jnp.where(dep, xa, -jnp.inf), axis=r.axes, keepdims=True)
+            keep = keep | dep | (jnp.any(dep, axis=r.axes, keepdims=True) & (xa > top - 200.0))
+        return jnp.sum(keep)
+
+    with jax.ensure_compile_time_eval():
+        n = int(jax.jit(kept)(*draws, fills if r.extras else fills[:1]))
+    total = int(np.prod(shape))
+    return (n, total) if n < total else None
 
 
 def _bind(eqn: Any, args: Sequence[Any]) -> list[Any]:  # noqa: ANN401
@@ -122,7 +188,9 @@ def fused(r: Region) -> Callable[..., Any]:
         dq, dk, *d_extras = vjp_scores(dx.astype(x.dtype))
         return dq, dk, dv, tuple(d_extras)
 
-    fwd_call, bwd_call = _named(forward, FORWARD), _named(backward, BACKWARD)
+    kept = kept_positions(r)
+    tag = "" if kept is None else f"_kept_{kept[0]}_of_{kept[1]}"
+    fwd_call, bwd_call = _named(forward, FORWARD + tag), _named(backward, BACKWARD + tag)
 
     @jax.custom_vjp
     def attention(q: Any, k: Any, v: Any, *extras: Any) -> Any:  # noqa: ANN401
@@ -144,12 +212,19 @@ def fused(r: Region) -> Callable[..., Any]:
     return attention
 
 
-def fused_assumption(n: int) -> Assumption:
-    """The ``training`` assumption recording that ``n`` attention calls were fused (module docstring)."""
-    return Assumption("training", "attention", f"{n} attention call(s) on the math path run as a fused forward "
-                      "(writes the output and the log-sum-exp rows, never the S x T probabilities) and a fused "
-                      "backward that recomputes the scores (flash-attention style: +1 score contraction)",
-                      (("fused_attention_calls", n),))
+def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int]]] = ()) -> Assumption:
+    """The ``training`` assumption recording that ``n`` attention calls were fused (module docstring);
+    ``masked``: (kernel, (kept, all) score positions) of the kernels whose mask is made from indices."""
+    detail = ("attention call(s) on the math path run as a fused forward (writes the output and the "
+              "log-sum-exp rows, never the S x T probabilities) and a fused backward that recomputes the scores "
+              "(flash-attention style: +1 score contraction)")
+    values: list[tuple[str, Any]] = [("fused_attention_calls", n)]
+    if masked:
+        detail += ("; a mask made from indices (causal) is computed in the kernel, which skips the positions it "
+                   "masks: the kernel's score tensors are declared at the kept fraction (tensor density)")
+        values += [("masked_kernels", tuple(k for k, _ in masked)),
+                   ("kept_fraction", tuple(a / b for _, (a, b) in masked))]
+    return Assumption("training", "attention", f"{n} {detail}", tuple(values))
 
 
 def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int]) -> list[Any]:  # noqa: ANN401
@@ -219,4 +294,5 @@ def _nested(jaxpr: Any) -> bool:  # noqa: ANN401
     return False
 
 
-__all__ = ["BACKWARD", "FORWARD", "fuse_attention", "fused", "fused_assumption", "kernel_of"]
+__all__ = ["BACKWARD", "FORWARD", "fuse_attention", "fused", "fused_assumption", "kept_of", "kept_positions",
+           "kernel_of"]

@@ -22,7 +22,7 @@ from jax.extend import core as jcore
 from ...dtypes import FRAMEWORK_TO_FILE
 from ..common.builder import GraphBuilder
 from ..common.errors import CaptureError
-from .attention import kernel_of
+from .attention import kept_of, kernel_of
 from .registry import RULES, NoLowering
 
 #: primitives whose sub-jaxpr is inlined, and the parameter holding it
@@ -65,6 +65,7 @@ class Lowerer:
     counter: int = 0
     kernels: int = 0  # fused attention calls lowered so far
     iota_tables: set[str] = field(default_factory=set)  # constants holding an iota's indices
+    masked: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # (kernel, (kept, all) scores)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -164,6 +165,10 @@ class Lowerer:
             for t in list(self.b.tensors)[made:]:  # its index tables (a causal mask's iotas) are computed in it
                 if t in self.iota_tables:
                     self.b.tensors[t].generated = True
+            kept = kept_of(eqn)
+            if kept is not None:
+                self.masked.append((kid, kept))
+                self.declare_kept(start, made, outs, kept)
             return outs
         self.eqn = eqn
         self.counter += 1
@@ -183,6 +188,37 @@ class Lowerer:
                 for k in list(self.b.tensors)[mark[1]:]:
                     del self.b.tensors[k]
         return self.make_opaque(eqn, ins, reason)
+
+    def declare_kept(self, start: int, made: int, outs: Sequence[Operand], kept: tuple[int, int]) -> None:
+        """Declare the inner score tensors of the fused call lowered from node ``start`` (tensor ``made``)
+        on at the density ``kept[0] / kept[1]``, the fraction of the scores its index-made mask keeps
+        (``attention.kept_positions``), as the torch frontend's causal flash rules do: the bound prices
+        their work, and their bytes, at that fraction. Inner score tensors: those with the scores'
+        ``kept[1]`` elements, and the mask tables and what is computed from them alone; never a
+        result of the call or what a result views (a tensor of the kernel that has the scores' size
+        by coincidence, ``E = T``, is priced at the fraction too: a lower bound still)."""
+        nodes, fresh = self.b.nodes[start:], set(list(self.b.tensors)[made:])
+        producer = {a.tensor: nd for nd in nodes for a in nd.outputs}
+        shown, todo = set(), [o for o in outs if isinstance(o, str)]
+        while todo:  # the results and every tensor they view
+            t = todo.pop()
+            if t not in shown:
+                shown.add(t)
+                nd = producer.get(t)
+                if nd is not None and nd.view:
+                    todo.extend(a.tensor for a in nd.inputs)
+        masks = {t for t in fresh if self.b.tensors[t].generated}
+        for nd in nodes:  # in order: what the mask tables alone compute (scalars besides)
+            ins = [a.tensor for a in nd.inputs]
+            if any(t in masks for t in ins) and all(t in masks or self.b.tensors[t].value is not None for t in ins):
+                masks.update(a.tensor for a in nd.outputs)
+        for t in fresh - shown:
+            info = self.b.tensors[t]
+            if info.value is None and (t in masks or int(np.prod(info.shape)) == kept[1]):
+                info.density = kept[0] / kept[1]
+        mark = (("masked_work", "kept positions (tensor density)"), ("kept_fraction", kept[0] / kept[1]))
+        self.b.nodes[start:] = [replace(nd, attrs=nd.attrs + mark) if nd.op == "jax.dot_general" else nd
+                                for nd in nodes]
 
     def materialize(self, o: Operand, i: int) -> Operand:
         """A rule's scalar result stays a Python scalar for 0-d outputs, else a constant tensor."""

@@ -163,7 +163,7 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
                if o in names and f"{p.label}.grad" not in names}
     g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
     if n_fused:
-        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused),))
+        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused, lw.masked),))
     g, check = recomputed_and_unvalidated(g, spec, validate, validate_budget)
     if not check:
         return g

@@ -13,6 +13,7 @@ jax = pytest.importorskip("jax")
 
 import jax.numpy as jnp  # noqa: E402
 
+from solar_io import bound  # noqa: E402
 from solar_io.backends.traffic.graph import traffic_of  # noqa: E402
 from solar_io.backends.traffic.kernels import kernel_groups, kernel_traffic  # noqa: E402
 from solar_io.frontends.common.training import TrainSpec  # noqa: E402
@@ -80,7 +81,7 @@ def test_attention_step_is_fused(tmp_path: Path, kind: str) -> None:
     g = capture_train_file(src, TrainSpec(optimizer="none"))
     assert g.validation.status == "passed", g.validation.reason  # against jax.jit of the user's math step
     assert not [n for n in g.nodes if n.kind == "opaque"]
-    assert dict(next(a for a in g.assumptions if a.subject == "attention").values) == {"fused_attention_calls": 1}
+    assert dict(next(a for a in g.assumptions if a.subject == "attention").values)["fused_attention_calls"] == 1
     # MACs by hand: four projections forward; backward their weight gradients and the out projection's input
     # gradient (x needs none); attention forward QK^T and PV, backward the recomputed QK^T, dP, dV, dQ, dK
     proj, att = B * S * D * D, B * H * S * S * E
@@ -90,6 +91,13 @@ def test_attention_step_is_fused(tmp_path: Path, kind: str) -> None:
     prog = load_program(src)
     step = jax.make_jaxpr(step_function(prog, "sum"))(prog.abstract_params, *prog.abstract_inputs)
     assert macs == _dot_macs(step.jaxpr) + att
+    # the bound's work: a causal kernel computes the triangle only, S (S + 1) / 2 of the S x S positions per
+    # head (by hand), in each of its seven score contractions; every other contraction whole
+    rows = bound(g, "h100-sxm").nodes
+    tri = B * H * (S * (S + 1) // 2) * E if kind == "causal" else att
+    assert sum(n.macs * n.effectual_fraction for n in rows) == pytest.approx(9 * proj + 7 * tri)
+    masked = dict(next(a for a in g.assumptions if a.subject == "attention").values).get("kept_fraction")
+    assert masked == ((S * (S + 1) / 2 / S**2,) * 2 if kind == "causal" else None)
     kb = _kernels(g)
     (fwd,) = [v for k, v in kb.items() if k.startswith("fused_attention_forward")]
     (bwd,) = [v for k, v in kb.items() if k.startswith("fused_attention_backward")]
@@ -146,3 +154,27 @@ def test_flax_bf16_attention_is_fused():
     grad = lambda g: jax.grad(lambda p: (g(p, x).astype(jnp.float32) ** 2).sum())(params)  # noqa: E731
     got, want = jax.tree_util.tree_leaves(grad(fn)), jax.tree_util.tree_leaves(grad(f))
     assert all(np.allclose(a, b, atol=0.1, rtol=0.05) for a, b in zip(got, want, strict=True))
+
+
+def test_kept_positions_of_index_masks() -> None:
+    # kept score positions by hand: causal S = T = 6 keeps 21 of 36 per head; a sliding window of 2 from
+    # jnp.arange keeps the diagonal and the one before (6 + 5); a user's boolean mask is data: None
+    from solar_io.frontends.jax.attention import kept_positions
+    from solar_io.frontends.jax.attention_match import find_regions
+
+    x, m = jnp.ones((1, 6, 2, 4)), jnp.ones((1, 2, 6, 6), bool)
+
+    def kept(f, *args):  # noqa: ANN001, ANN002, ANN202
+        (r,) = find_regions(jax.make_jaxpr(f)(*args).jaxpr).values()
+        return kept_positions(r)
+
+    att = jax.nn.dot_product_attention
+    assert kept(lambda q, k, v: att(q, k, v, is_causal=True), x, x, x) == (2 * 21, 2 * 36)
+
+    def window(q, k, v):  # noqa: ANN001, ANN202
+        i, j = jnp.arange(6)[:, None], jnp.arange(6)[None, :]
+        s = jnp.where((j <= i) & (j >= i - 1), jnp.einsum("qhd,khd->hqk", q, k), -jnp.inf)
+        return jnp.einsum("hqk,khd->qhd", jax.nn.softmax(s, axis=-1), v)
+
+    assert kept(window, x[0], x[0], x[0]) == (2 * 11, 2 * 36)
+    assert kept(lambda q, k, v, m: att(q, k, v, mask=m), x, x, x, m) is None
