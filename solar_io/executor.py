@@ -64,6 +64,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .affine import Access, AffineExpr, Indirect
+from .blas_threads import threads_for
 from .dtypes import numpy_dtype, round_values
 from .errors import GraphError, SolarIOError
 from .executor_opaque import run_opaque
@@ -354,7 +355,8 @@ def _matmul(a_op: Operand, b_op: Operand, keep: tuple[str, ...]) -> np.ndarray:
     nb, nm, nn, nk = (prod(length[r] for r in g) for g in (batch, m, n, k))
     a2 = a.transpose([ra.index(r) for r in batch + m + k]).reshape(nb, nm, nk)
     b2 = b.transpose([rb.index(r) for r in batch + k + n]).reshape(nb, nk, nn)
-    res = np.matmul(a2, b2).reshape([length[r] for r in batch + m + n])
+    with threads_for(nb * nm * nn * nk):  # small products on one BLAS thread (blas_threads)
+        res = np.matmul(a2, b2).reshape([length[r] for r in batch + m + n])
     order = batch + m + n
     return res.transpose([order.index(r) for r in keep])
 
