@@ -81,7 +81,8 @@ def _limit(time_limit: float | None) -> float:
 
 
 _CACHE: dict[tuple, Tiling] = {}
-_FOUND: dict[tuple, tuple[Einsum, Tiling]] = {}  # solve's result per einsum object and tiling found (any capacity)
+_FOUND: dict[tuple, tuple[Einsum, Tiling]] = {}  # a result per einsum object and tiling found (any capacity)
+_FITS: dict[int, tuple[Einsum, tuple[float, float, float, float]]] = {}  # :func:`_fits` per einsum object
 _TIMED_OUT: dict[tuple, float] = {}  # key -> the time limit its solve reached
 _LOCK = threading.Lock()
 
@@ -152,17 +153,34 @@ def solve(e: Einsum, capacity: float, time_limit: float | None = TIME_LIMIT) -> 
         for r, v in tile.items():
             full.update(_split(merged[r], size, v) if r in merged else {r: v})
         tile, order = full, tuple(x for r in order for x in merged.get(r, (r,)))
-    # The tiling found is often the same at another capacity (everything fits, or the same tiles): its
-    # traffic per operand is then computed once per einsum object and only the capacity differs.
-    key = (id(e), None if tile is None else tuple(tile.items()), order, hit.traffic, hit.gap, hit.rounds, hit.stopped)
+    return _found(e, tile, order, hit.capacity, hit.traffic, hit.gap, hit.rounds, hit.stopped)
+
+
+def _found(e: Einsum, tile: dict[str, int] | None, order: tuple[str, ...], cap: float, q: float,
+           gap: float = 0.0, rounds: int = 0, stopped: str = "") -> Tiling:
+    """:func:`_solution_tiling`, kept per einsum object and tiling found: the same tiling is often found
+    at another capacity (everything fits, or the same tiles), and then only the capacity differs."""
+    key = (id(e), None if tile is None else tuple(tile.items()), order, q, gap, rounds, stopped)
     got = _FOUND.get(key)
     if got is None or got[0] is not e:
         if len(_FOUND) >= 1 << 14:
             _FOUND.clear()
-        got = _FOUND[key] = (e, _solution_tiling(e, tile, order, hit.capacity, hit.traffic, hit.gap, hit.rounds,
-                                                 hit.stopped))
+        got = _FOUND[key] = (e, _solution_tiling(e, tile, order, cap, q, gap, rounds, stopped))
     t = got[1]
-    return t if t.capacity == hit.capacity else replace(t, capacity=hit.capacity)
+    return t if t.capacity == cap else replace(t, capacity=cap)
+
+
+def _fits(e: Einsum) -> tuple[float, float, float, float]:
+    """(relaxed working set of unit tiles, of one whole tile, the whole tile's working set, compulsory
+    bytes) of ``e``: capacity-independent, kept per einsum object."""
+    got = _FITS.get(id(e))
+    if got is None or got[0] is not e:
+        if len(_FITS) >= 1 << 14:
+            _FITS.clear()
+        full = e.size
+        got = _FITS[id(e)] = (e, (relaxed_working_set(e, {r: 1 for r in e.space}), relaxed_working_set(e, full),
+                                  working_set(e, full), compulsory_lb(e)))
+    return got[1]
 
 
 def _split(ranks: tuple[str, ...], size: dict[str, int], d: int) -> dict[str, int]:
@@ -184,6 +202,7 @@ def clear_cache() -> None:
         _CACHE.clear()
         _TIMED_OUT.clear()
         _FOUND.clear()
+        _FITS.clear()
         clear_grids()
         STATS.update(solved=0, hits=0, timeouts=0, cbc=0)
 
@@ -191,12 +210,11 @@ def clear_cache() -> None:
 def _solve(e: Einsum, cap: float, time_limit: float | None = None) -> Tiling:
     """Q(S) of ``e`` by refinement of the interval relaxation (see the module docstring)."""
     size = e.size
-    ones = {r: 1 for r in e.space}
-    if relaxed_working_set(e, ones) > cap:
+    ws_ones, ws_full, ws_exact, compulsory = _fits(e)
+    if ws_ones > cap:
         return Tiling(cap, None)
-    full = dict(size)
-    if relaxed_working_set(e, full) <= cap:  # everything fits: one tile, each element once
-        return _solution_tiling(e, full if working_set(e, full) <= cap else None, e.space, cap, compulsory_lb(e))
+    if ws_full <= cap:  # everything fits: one tile, each element once
+        return _found(e, dict(size) if ws_exact <= cap else None, e.space, cap, compulsory)
     t0 = time.perf_counter()
     keep: dict[str, set[int]] = {}
     best_q = 0.0
@@ -263,7 +281,7 @@ def _solve(e: Einsum, cap: float, time_limit: float | None = None) -> Tiling:
     assert final is not None
     found = best_tiling_near(e, cap, final[1], final[2])
     tile = found[1] if found is not None else None
-    return _solution_tiling(e, tile, final[2], cap, best_q, max(0.0, gap), rounds, stopped)
+    return _found(e, tile, final[2], cap, best_q, max(0.0, gap), rounds, stopped)
 
 
 __all__ = ["REFINE_ROUNDS", "REFINE_TOL", "STATS", "TABLE_LIMIT", "TIME_LIMIT", "TimeLimitReached", "Tiling", "cbc",
