@@ -22,6 +22,9 @@ Computed from the file on demand, never stored in it.
   rest keep the ``init`` tensor's values in place); the ``init`` tensor is read at those
   elements when the scatter combines into them, and not at all for reduce ``none``.
 - Opaque nodes have known bytes and *unknown* compute (``compute_known`` is False).
+- Uncharged work: the nodes an assumption of the file lists under ``uncharged_work`` (e.g. a
+  fused attention backward's recomputation of probabilities that the source framework's own run
+  keeps instead) have their bytes counted and zero MACs and FLOPs: the file says which and why.
 """
 
 from __future__ import annotations
@@ -37,6 +40,14 @@ from .graph import Graph, Node, Tensor
 from .ops import MAP_OPS
 
 BOUNDARY_ROLES = ("input", "weight", "constant", "output")
+#: the assumption value naming the nodes whose compute is not charged (module docstring)
+UNCHARGED = "uncharged_work"
+
+
+def uncharged_nodes(g: Graph) -> frozenset[str]:
+    """Names of the nodes ``g``'s assumptions list under ``uncharged_work``."""
+    return frozenset(str(n) for a in g.assumptions for k, v in a.values if k == UNCHARGED
+                     for n in (v if isinstance(v, tuple) else (v,)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +116,8 @@ def _has_indirect(a: Access) -> bool:
     return any(type(e) is Indirect for e in a.index or ())
 
 
-def node_metrics(g: Graph, node: Node) -> NodeMetrics:
-    """The derived counts of ``node`` in ``g``."""
+def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None) -> NodeMetrics:
+    """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, when known)."""
     sizes = g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
@@ -156,6 +167,8 @@ def node_metrics(g: Graph, node: Node) -> NodeMetrics:
         else:
             fv = float(points * op.vector * applications + combines + scanned)
             ft = float(points * op.transcendental)
+    if node.name in (uncharged_nodes(g) if uncharged is None else uncharged):
+        macs, fm, fv, ft = 0, 0.0, 0.0, 0.0
     return NodeMetrics(node.name, node.kind, points, macs, fm, fv, ft, reads, writes,
                        compute_known=node.kind != "opaque", bytes_exact=exact)
 
@@ -169,7 +182,8 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     from .views import boundary_bytes  # views builds on this module's tensor_bytes
 
     with gc_paused():
-        nodes = tuple(node_metrics(g, n) for n in g.nodes)
+        free = uncharged_nodes(g)
+        nodes = tuple(node_metrics(g, n, free) for n in g.nodes)
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),

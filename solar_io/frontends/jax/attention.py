@@ -24,12 +24,16 @@ replaced by a ``jax.custom_vjp`` function with the same value:
   floating extras' gradients (a learned bias) through the transpose of ``mod`` and ``q k^T``.
 
 MACs per call: forward those of the two contractions (``S T E + S T Ev`` per head); backward those
-of the recomputed ``q k^T``, ``dp``, ``dv``, ``dq`` and ``dk``: ``3 S T E + 2 S T Ev`` per
-head, as PyTorch's flash-attention backward. The lowerer (``lower.py``) marks the nodes of each of
-the two jitted calls as one ``kernel`` (format 1.3), so their inner ``S x T`` tensors never cross
-memory in the unfused bound, as with the torch frontend's flash rules. The matching itself is
-:mod:`.attention_match`. A region that does not match
-is left on the math path. Only the top-level jaxpr, jitted sub-calls and ``jax.checkpoint`` bodies
+of ``dp``, ``dv``, ``dq`` and ``dk``: ``2 S T E + 2 S T Ev`` per head. The backward's recomputation
+of ``p`` (``q k^T``, ``mod``, the exp: every node ``d_o`` does not reach) is lowered but listed under
+the assumption's ``uncharged_work`` (:func:`fused_assumption`, ``solar_io.metrics``): JAX's own run of
+the math path keeps ``p`` instead, so a lower bound of both ways takes the fused kernels' bytes and
+the math path's work. A mask made from indices (:func:`kept_positions`) declares the kernels' score
+tensors at the fraction it keeps (tensor density, the torch frontend's causal rule). The lowerer
+(``lower.py``) marks the nodes of each of the two jitted calls as one ``kernel`` (format 1.3), so
+their inner ``S x T`` tensors never cross memory in the unfused bound, as with the torch frontend's
+flash rules. The matching itself is :mod:`.attention_match`. A region that does not match is left
+on the math path. Only the top-level jaxpr, jitted sub-calls and ``jax.checkpoint`` bodies
 are searched (not ``scan``/``while`` bodies).
 
 >>> import jax, jax.numpy as jnp
@@ -53,6 +57,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from ...graph import Assumption
+from ...metrics import UNCHARGED
 from .attention_match import JITS, Region, find_regions
 
 FORWARD = "solar_io_fused_attention_forward"
@@ -212,13 +217,21 @@ def fused(r: Region) -> Callable[..., Any]:
     return attention
 
 
-def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int]]] = ()) -> Assumption:
+def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int]]] = (),
+                     uncharged: Sequence[str] = ()) -> Assumption:
     """The ``training`` assumption recording that ``n`` attention calls were fused (module docstring);
-    ``masked``: (kernel, (kept, all) score positions) of the kernels whose mask is made from indices."""
+    ``masked``: (kernel, (kept, all) score positions) of the kernels whose mask is made from indices;
+    ``uncharged``: the fused backwards' nodes that recompute the probabilities (charged no compute)."""
     detail = ("attention call(s) on the math path run as a fused forward (writes the output and the "
-              "log-sum-exp rows, never the S x T probabilities) and a fused backward that recomputes the scores "
-              "(flash-attention style: +1 score contraction)")
+              "log-sum-exp rows, never the S x T probabilities) and a fused backward that recomputes the "
+              "probabilities from the scores (flash-attention style)")
     values: list[tuple[str, Any]] = [("fused_attention_calls", n)]
+    if uncharged:
+        detail += ("; JAX's own run of the math path keeps the probabilities instead of recomputing them, so the "
+                   "recomputation (the nodes in uncharged_work: the score contraction, mask, exp) is charged no "
+                   "compute, its bytes still counted: the bound takes the fused kernels' bytes and the math "
+                   "path's work, which neither way of running beats")
+        values.append((UNCHARGED, tuple(uncharged)))
     if masked:
         detail += ("; a mask made from indices (causal) is computed in the kernel, which skips the positions it "
                    "masks: the kernel's score tensors are declared at the kept fraction (tensor density)")

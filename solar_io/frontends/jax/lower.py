@@ -66,6 +66,7 @@ class Lowerer:
     kernels: int = 0  # fused attention calls lowered so far
     iota_tables: set[str] = field(default_factory=set)  # constants holding an iota's indices
     masked: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # (kernel, (kept, all) scores)
+    uncharged: list[str] = field(default_factory=list)  # fused backwards' recomputation nodes (attention.py)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -165,6 +166,8 @@ class Lowerer:
             for t in list(self.b.tensors)[made:]:  # its index tables (a causal mask's iotas) are computed in it
                 if t in self.iota_tables:
                     self.b.tensors[t].generated = True
+            if fused == "backward":  # its recomputation of the probabilities: what d_o (input 4) does not reach
+                self.uncharged.extend(_unreached(self.b.nodes[start:], ins[len(ins) - n + 4]))
             kept = kept_of(eqn)
             if kept is not None:
                 self.masked.append((kid, kept))
@@ -251,6 +254,18 @@ class Lowerer:
         self.opaque_fns[node] = run_real
         self.opaque_outs[node] = outs
         return outs
+
+
+def _unreached(nodes: Sequence[Any], source: Operand) -> list[str]:  # noqa: ANN401
+    """Names of ``nodes`` (in order) that do not depend on tensor ``source``."""
+    live = {source}
+    out = []
+    for nd in nodes:
+        if any(a.tensor in live for a in nd.inputs):
+            live.update(a.tensor for a in nd.outputs)
+        else:
+            out.append(nd.name)
+    return out
 
 
 def is_key(aval: Any) -> bool:

@@ -163,7 +163,8 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
                if o in names and f"{p.label}.grad" not in names}
     g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
     if n_fused:
-        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused, lw.masked),))
+        uncharged = [n for n in lw.uncharged if n in g.node_map]  # (nodes the step kept)
+        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused, lw.masked, uncharged),))
     g, check = recomputed_and_unvalidated(g, spec, validate, validate_budget)
     if not check:
         return g
