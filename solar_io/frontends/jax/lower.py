@@ -166,8 +166,9 @@ class Lowerer:
             for t in list(self.b.tensors)[made:]:  # its index tables (a causal mask's iotas) are computed in it
                 if t in self.iota_tables:
                     self.b.tensors[t].generated = True
-            if fused == "backward":  # its recomputation of the probabilities: what d_o (input 4) does not reach
-                self.uncharged.extend(_unreached(self.b.nodes[start:], ins[len(ins) - n + 4]))
+            d_o = ins[len(ins) - n + 4] if fused == "backward" else None
+            if isinstance(d_o, str):  # its recomputation of the probabilities: what d_o (input 4) does not reach
+                self.uncharged.extend(_unreached(self.b.nodes[start:], d_o))
             kept = kept_of(eqn)
             if kept is not None:
                 self.masked.append((kid, kept))

@@ -186,3 +186,15 @@ def test_kept_positions_of_index_masks() -> None:
 
     assert kept(window, x[0], x[0], x[0]) == (2 * 11, 2 * 36)
     assert kept(lambda q, k, v, m: att(q, k, v, mask=m), x, x, x, m) is None
+
+
+def test_constant_cotangent_keeps_the_backward_charged(tmp_path: Path) -> None:
+    # the loss sums the attention output itself: its cotangent is a constant of ones; still only the recomputed
+    # scores go uncharged (MACs = jax's own math step: 3 projections, their 3 weight gradients, 6 attention)
+    src = tmp_path / "direct.py"
+    src.write_text(MODEL.replace("    return o.reshape(B, S, D) @ p[\"o\"]", "    return o")
+                   .replace('KIND = "explicit"', 'KIND = "causal"').replace(', "o": f(D, D)', ""))
+    g = capture_train_file(src, TrainSpec(optimizer="none"), validate=False)
+    prog = load_program(src)
+    step = jax.make_jaxpr(step_function(prog, "sum"))(prog.abstract_params, *prog.abstract_inputs)
+    assert graph_metrics(g).macs == _dot_macs(step.jaxpr) == 6 * B * S * D * D + 6 * B * H * S * S * E
