@@ -1,2 +1,11 @@
-"""The einsum-graph file format: decoding and encoding (``codec``), semantic checks (``validate``),
-the YAML text layer (``yamltext``), version migration (``versioning``) and file I/O (``files``)."""
+"""The einsum-graph file format (``schema/README.md`` is its human description).
+
+- ``files``: reading and writing einsum-graph files, text <-> validated ``Graph``.
+- ``codec``: document <-> ``Graph``, with the structural checks; ``encode``: the canonical document.
+- ``kinds``: the format as a table (fields per record and node kind, the version that added each).
+- ``validate``: semantic checks of a ``Graph``; ``limits``: bounds on numbers, echo of user content.
+- ``versioning``: format versions and migration; ``kernels``: declared kernels (1.3) and the 1.2 rule.
+- ``assumptions``: the ``assumptions`` record (1.3); ``repeat``, ``repeat_codec``: repeat blocks (1.4).
+- ``yamltext``: the YAML text layer (safe limited loader, size-limited reads, atomic writes), with
+  ``yamlemit`` (the canonical emitter) and ``yamlparse`` (the fast parser of canonical text).
+"""
