@@ -1,7 +1,8 @@
 """The einsum-graph file format (``schema/README.md`` is its human description).
 
 - ``files``: reading and writing einsum-graph files, text <-> validated ``Graph``.
-- ``codec``: document <-> ``Graph``, with the structural checks; ``encode``: the canonical document.
+- ``codec``: document <-> ``Graph``, with the structural checks; ``encode``: the canonical document;
+  ``decoder``: the decoder's issues and typed field reads; ``decode_node``: one node record.
 - ``kinds``: the format as a table (fields per record and node kind, the version that added each).
 - ``validate``: semantic checks of a ``Graph``; ``limits``: bounds on numbers, echo of user content.
 - ``versioning``: format versions and migration; ``kernels``: declared kernels (1.3) and the 1.2 rule.

@@ -4,7 +4,8 @@
 enumerations, and that a file of an older minor version uses no field or map operator added
 after it) and collects every problem as an ``Issue`` with its path, raising one
 ``GraphError``. The graph keeps the file's version (a newer minor reads as the current one).
-Semantic checks (references, DAG, index bounds) are in ``validate``.
+The decoder's state and typed field reads are :mod:`.decoder`'s; one node record is decoded by
+:mod:`.decode_node`. Semantic checks (references, DAG, index bounds) are in ``validate``.
 The canonical document of a graph is :func:`solar_io.format.encode.encode`'s.
 """
 
@@ -13,13 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
-from ..affine import Access, is_rank_name, is_tensor_name, parse_access
 from ..errors import GraphError, Issue
 from ..graph import (
     FORMAT_NAME,
-    KINDS,
-    MOVEMENTS,
-    PHASES,
     ROLES,
     VALIDATION_STATUS,
     Graph,
@@ -31,116 +28,25 @@ from ..graph import (
     Unchecked,
     Validation,
 )
-from ..ops import MAP_OPS, REDUCE_OPS
 from .assumptions import decode_assumptions
+from .decode_node import KIND_FIELDS as KIND_FIELDS  # re-exported: the node decoder was part of this module
+from .decode_node import NODE_KEYS as NODE_KEYS
+from .decode_node import _node
+from .decoder import _Decoder, _is, _kind, _names
 from .kernels import declare_kernels
-from .kinds import COMMON_NODE, KIND_RULES, keys
+from .kinds import COMMON_NODE as COMMON_NODE
+from .kinds import keys
 from .limits import MAX_RANK_SIZE, check_index_space, check_numbers, echo
 from .repeat_codec import decode_list
-from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, too_new, version_text
+from .versioning import CURRENT, SINCE, VersionError, check_readable, parse_version, version_text
 
 TOP_KEYS = keys("document")
 PRODUCER_KEYS = keys("producer")
 _PRODUCER_STRINGS = PRODUCER_KEYS[:-1]
 WORKLOAD_KEYS = keys("workload")
 TENSOR_KEYS = keys("tensor")
-NODE_KEYS = keys("node")
 VALIDATION_KEYS = keys("validation")
 UNCHECKED_KEYS = keys("unchecked")
-#: Node fields each kind requires / also allows (:data:`.kinds.KIND_RULES`).
-KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    kind: (rule.required, rule.allowed) for kind, rule in KIND_RULES.items()}
-
-
-class _Decoder:
-    def __init__(self, version: tuple[int, int]):
-        self.issues: list[Issue] = []
-        self.version = version
-        self.lenient = version > CURRENT  # fields of a newer minor version are ignored with a warning
-        self.rank_names: set[str] = set()  # names already found valid
-        self.tensor_names: set[str] = set()
-
-    def err(self, path: tuple, msg: str) -> None:
-        self.issues.append(Issue(path, msg))
-
-    def warn(self, path: tuple, msg: str) -> None:
-        self.issues.append(Issue(path, msg, "warning"))
-
-    def mapping(self, v: Any, path: tuple, keys: tuple[str, ...], what: str) -> dict | None:
-        if not isinstance(v, dict):
-            self.err(path, f"{what} must be a mapping, got {_kind(v)}")
-            return None
-        for k in v:
-            if k not in keys:
-                if self.lenient:
-                    self.warn(path + (str(k),), f"unknown field {k!r} (from a newer minor version) ignored")
-                else:
-                    self.err(path + (str(k),), f"unknown field {k!r} in {what}; allowed: {', '.join(keys)}")
-        return v
-
-    def since(self, d: dict, record: str, path: tuple) -> None:
-        """Refuse fields of ``d`` that are newer than the file's version."""
-        if self.version >= CURRENT:  # a current file may use every field
-            return
-        for k in d:
-            msg = too_new(f"field {k!r}", SINCE[(record, k)], self.version) if (record, k) in SINCE else None
-            if msg:
-                self.err(path + (k,), msg)
-
-    def get(self, d: dict, key: str, path: tuple, types: tuple, required: bool, what: str) -> Any:
-        if key not in d:
-            if required:
-                self.err(path, f"missing required field {key!r} in {what}")
-            return None
-        v = d[key]
-        if not _is(v, types):
-            self.err(path + (key,), f"{key} must be {_names(types)}, got {_kind(v)}")
-            return None
-        return v
-
-    def name(self, v: Any, path: tuple, rank: bool = False) -> str | None:
-        if type(v) is str and v in (self.rank_names if rank else self.tensor_names):
-            return v
-        if not isinstance(v, str):
-            self.err(path, f"must be a string name, got {_kind(v)}")
-            return None
-        ok = is_rank_name(v) if rank else is_tensor_name(v)
-        if not ok:
-            self.err(path, f"bad {'rank' if rank else ''} name {v!r}".replace("  ", " ")
-                     + (": use letters, digits and _" if rank else ": use letters, digits and _ . : / -"))
-            return None
-        (self.rank_names if rank else self.tensor_names).add(v)
-        return v
-
-    def rank_list(self, v: Any, path: tuple) -> tuple[str, ...] | None:
-        if not isinstance(v, list):
-            self.err(path, f"must be a list of rank names, got {_kind(v)}")
-            return None
-        out = [self.name(r, path + (i,), rank=True) for i, r in enumerate(v)]
-        if any(r is None for r in out):
-            return None
-        if len(set(out)) != len(out):
-            self.err(path, f"rank listed twice in {echo(v)}")
-            return None
-        return tuple(out)  # type: ignore[arg-type]
-
-
-def _is(v: Any, types: tuple) -> bool:
-    if isinstance(v, bool):
-        return bool in types
-    if float in types and isinstance(v, int):
-        return True
-    return isinstance(v, types)
-
-
-def _kind(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
-
-
-def _names(types: tuple) -> str:
-    return " or ".join({str: "a string", int: "an integer", float: "a number", bool: "a boolean",
-                        list: "a list", dict: "a mapping"}[t] for t in types)
 
 
 def decode(doc: Any, file: str | None = None) -> tuple[Graph, list[Issue]]:
@@ -300,122 +206,8 @@ def _tensor(dec: _Decoder, t: Any, path: tuple) -> Tensor | None:
                   None if value is None else float(value), bool(generated))
 
 
-def _access(dec: _Decoder, v: Any, path: tuple) -> Access | None:
-    if not isinstance(v, str):
-        dec.err(path, f"a tensor access must be a string like x[B, 2*P + R], got {_kind(v)}")
-        return None
-    try:
-        return parse_access(v)
-    except ValueError as e:
-        dec.err(path, str(e))
-        return None
-
-
 def _nodes(dec: _Decoder, v: Any) -> tuple[tuple[Node, ...], tuple[Repeat, ...]]:
     return decode_list(dec, _list(dec, v, "nodes"), "nodes", lambda raw, path: _node(dec, raw, path))
-
-
-def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
-    d = dec.mapping(raw, path, NODE_KEYS, "a node")
-    if d is None:
-        return None
-    n0 = len(dec.issues)
-    dec.since(d, "node", path)
-    name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
-    what = f"node {name}"
-    kind = dec.get(d, "kind", path, (str,), True, what)
-    if kind is not None and kind not in KINDS:
-        dec.err(path + ("kind",), f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
-        return None
-    op = dec.get(d, "op", path, (str,), True, what)
-    if kind is None:
-        return None
-    required, allowed = KIND_FIELDS[kind]
-    for k in required:
-        if k not in d:
-            dec.err(path, f"{what} ({kind}) is missing required field {k!r}")
-    for k in d:
-        if k in NODE_KEYS and k not in required | allowed | COMMON_NODE:
-            dec.err(path + (k,), f"field {k!r} is not allowed on a {kind} node")
-    location = dec.get(d, "location", path, (str,), False, what)
-    space = dec.rank_list(d["space"], path + ("space",)) if "space" in d else ()
-    ins = dec.get(d, "inputs", path, (list,), False, what) or []
-    inputs = tuple(_access(dec, a, path + ("inputs", j)) for j, a in enumerate(ins))
-    if "output" in d:
-        outputs: tuple = (_access(dec, d["output"], path + ("output",)),)
-    else:
-        outs = dec.get(d, "outputs", path, (list,), False, what) or []
-        outputs = tuple(_access(dec, a, path + ("outputs", j)) for j, a in enumerate(outs))
-    map_op = dec.get(d, "map", path, (str,), False, what)
-    if map_op is not None and map_op not in MAP_OPS:
-        dec.err(path + ("map",), f"unknown map op {map_op!r}; known: {', '.join(MAP_OPS)}")
-    elif map_op is not None and (msg := too_new(f"map op {map_op!r}", MAP_OPS[map_op].since, dec.version)):
-        dec.err(path + ("map",), msg)
-    reduce_op = dec.get(d, "reduce", path, (str,), False, what)
-    if reduce_op is not None and reduce_op not in REDUCE_OPS:
-        dec.err(path + ("reduce",), f"unknown reduce op {reduce_op!r}; known: {', '.join(REDUCE_OPS)}")
-    movement = dec.get(d, "movement", path, (str,), False, what)
-    if movement is not None and movement not in MOVEMENTS:
-        dec.err(path + ("movement",), f"unknown movement {movement!r}; known: {', '.join(MOVEMENTS)}")
-    axis = dec.get(d, "axis", path, (str,), False, what)
-    view = dec.get(d, "view", path, (bool,), False, what)
-    fill = dec.get(d, "fill", path, (float,), False, what)
-    reason = dec.get(d, "reason", path, (str,), False, what)
-    scan = dec.name(d["scan"], path + ("scan",), rank=True) if "scan" in d else None
-    init = dec.name(d["init"], path + ("init",)) if "init" in d else None
-    pad = _pad(dec, d.get("pad"), path + ("pad",)) if "pad" in d else ()
-    attrs = _attrs(dec, d.get("attrs"), path + ("attrs",)) if "attrs" in d else ()
-    kernel = dec.get(d, "kernel", path, (str,), False, what)
-    if kernel is not None and not kernel:
-        dec.err(path + ("kernel",), "kernel must be a non-empty string (the source-op call's name)")
-    phase = dec.get(d, "phase", path, (str,), False, what)
-    if phase is not None and phase not in PHASES:
-        dec.err(path + ("phase",), f"unknown phase {phase!r}; known: {', '.join(PHASES)}")
-    if len(dec.issues) != n0 or any(a is None for a in inputs + outputs):
-        return None
-    return Node(name=name, kind=kind, op=op, inputs=inputs, outputs=outputs, space=space or (),
-                map=map_op, reduce=reduce_op, movement=movement, axis=axis, view=bool(view),
-                pad=pad, fill=None if fill is None else float(fill), reason=reason, location=location,
-                attrs=attrs, scan=scan, init=init, kernel=kernel, phase=phase)
-
-
-def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:
-    if not isinstance(v, dict):
-        dec.err(path, f"pad must map tensor names to {{rank: [low, high]}}, got {_kind(v)}")
-        return ()
-    out = []
-    if not all(dec.name(t, path + (str(t),)) for t in v):
-        return ()
-    for t in sorted(v):
-        dims = v[t]
-        if not isinstance(dims, dict):
-            dec.err(path + (str(t),), f"pad of {t} must map its ranks to [low, high], got {_kind(dims)}")
-            continue
-        entries = []
-        if not all(dec.name(r, path + (t, str(r)), rank=True) for r in dims):
-            continue
-        for r in sorted(dims):
-            lohi = dims[r]
-            if (not isinstance(lohi, list) or len(lohi) != 2
-                    or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_RANK_SIZE
-                               for x in lohi)):
-                dec.err(path + (str(t), str(r)), f"pad must be [low, high] with integers >= 0, got {lohi!r}")
-                continue
-            entries.append((str(r), lohi[0], lohi[1]))
-        out.append((str(t), tuple(entries)))
-    return tuple(out)
-
-
-def _attrs(dec: _Decoder, v: Any, path: tuple) -> tuple:
-    if not isinstance(v, dict):
-        dec.err(path, f"attrs must be a mapping of names to scalars, got {_kind(v)}")
-        return ()
-    ok = True
-    for k, x in v.items():
-        if not isinstance(k, str) or not _is(x, (str, int, float, bool)):
-            dec.err(path + (str(k),), "attrs map string names to strings, numbers or booleans")
-            ok = False
-    return tuple(sorted(v.items(), key=lambda kv: kv[0])) if ok else ()
 
 
 def _validation(dec: _Decoder, v: Any) -> Validation:
