@@ -1,15 +1,16 @@
-"""The lowering context: what a rule sees (``LowerCtx``), tensor values (``T``), bound
-arguments (``Args``), and the canonical rank names of reshapes.
+"""The lowering context: what a rule sees (``LowerCtx``) and tensor values (``T``).
 
 ``LowerCtx`` offers the patterns most rules are made of: broadcasting elementwise maps,
 reductions, permutes, reshapes, copies and casts, each emitting nodes through the graph
 builder with tensors named after the fx node being lowered.
+
+Its parts live beside it, and their names are re-exported here: torch dtypes as file dtypes
+(:mod:`.dtype_map`), bound arguments (``Args``) and source locations (:mod:`.fxnode`), and the
+canonical rank names of reshapes and graph inputs (:mod:`.rank_names`).
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,56 +18,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...dtypes import COMPLEX_PARTS, FRAMEWORK_TO_FILE
-from ..common.builder import GraphBuilder, access, family
-from .registry import NoLowering
-
-#: torch dtype -> the file's dtype (from :data:`solar_io.dtypes.FRAMEWORK_TO_FILE`).
-TORCH_TO_FILE = {getattr(torch, name): file for name, file in FRAMEWORK_TO_FILE.items()}
-#: Packed fp4 (two E2M1 values per byte): the graph holds its bytes as uint8 of the same shape, so its
-#: bytes are exact (one per element, two values each); PyTorch itself only views such a tensor as
-#: uint8 (unpacking it with bit operations) or hands it to a scaled matmul kernel.
-if hasattr(torch, "float4_e2m1fn_x2"):
-    TORCH_TO_FILE[torch.float4_e2m1fn_x2] = "uint8"
-_INPUT_HINTS = {1: ("D",), 2: ("B", "D"), 3: ("B", "S", "D"), 4: ("N", "C", "H", "W"),
-                5: ("N", "C", "T", "H", "W")}
-_INT_HINTS = {1: ("B",), 2: ("B", "S"), 3: ("B", "S", "K")}
-
-
-def file_dtype(dt: torch.dtype) -> str:
-    """The einsum-graph dtype name of a torch dtype."""
-    try:
-        return TORCH_TO_FILE[dt]
-    except KeyError:
-        raise NoLowering(f"dtype {dt} has no einsum-graph equivalent") from None
-
-
-#: torch complex dtype -> the file dtype of its two parts (:data:`solar_io.dtypes.COMPLEX_PARTS`).
-TORCH_COMPLEX = {getattr(torch, name): part for name, part in COMPLEX_PARTS.items()}
-
-
-def complex_part(val: Any) -> str | None:
-    """The file dtype of each part when ``val`` (an fx node's value) is a complex tensor, else None.
-    The graph holds such a tensor with a trailing rank of 2 (real, imaginary)."""
-    return TORCH_COMPLEX.get(val.dtype) if isinstance(val, torch.Tensor) else None
-
-
-def graph_shape(val: torch.Tensor) -> tuple[tuple[int, ...], str]:
-    """(shape, dtype) the graph holds an fx tensor value as: complex ones with a trailing (re, im) rank."""
-    shape = tuple(int(s) for s in val.shape)
-    part = complex_part(val)
-    return (shape + (2,), part) if part is not None else (shape, file_dtype(val.dtype))
-
-
-def touches_complex(node: Any) -> bool:
-    """True when the fx node reads or writes a complex tensor."""
-    vals = [node.meta.get("val")]
-    for a in (*node.args, *node.kwargs.values()):
-        for x in (a if isinstance(a, (list, tuple)) else (a,)):
-            if isinstance(x, torch.fx.Node):
-                vals.append(x.meta.get("val"))
-    flat = [v for x in vals for v in (x if isinstance(x, (list, tuple)) else (x,))]
-    return any(complex_part(v) is not None for v in flat)
+from ..common.builder import GraphBuilder, access
+from .dtype_map import TORCH_COMPLEX as TORCH_COMPLEX
+from .dtype_map import TORCH_TO_FILE as TORCH_TO_FILE
+from .dtype_map import complex_part as complex_part
+from .dtype_map import file_dtype
+from .dtype_map import graph_shape as graph_shape
+from .dtype_map import touches_complex as touches_complex
+from .fxnode import Args as Args
+from .fxnode import bind_args as bind_args
+from .fxnode import location
+from .rank_names import _INPUT_HINTS as _INPUT_HINTS
+from .rank_names import _INT_HINTS as _INT_HINTS
+from .rank_names import _resolve_shape, reshape_ranks
+from .rank_names import align_dims as align_dims
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,20 +39,6 @@ class T:
     """A tensor of the graph being built (by name), as a value of the fx graph."""
 
     name: str
-
-
-class Args:
-    """An op's arguments bound to its schema names (``a.input``, ``a.dim``, ...), defaults filled."""
-
-    def __init__(self, values: dict[str, Any]):
-        self.__dict__.update(values)
-        self._names = tuple(values)
-
-    def __getattr__(self, name: str) -> Any:  # absent optional arguments read as None
-        return None
-
-    def positional(self) -> list[Any]:
-        return [self.__dict__[n] for n in self._names]
 
 
 #: Ops that eager PyTorch runs as views of their input whatever its strides (they raise otherwise).
@@ -314,133 +265,3 @@ def _const_dtype(x: float | bool, dtypes: list[str]) -> str:
     if isinstance(x, int) and dtypes and dtypes[0] != "bool":
         return dtypes[0]
     return "fp32" if isinstance(x, float) else "int64"
-
-
-def reshape_ranks(b: GraphBuilder, xr: Sequence[str], xs: Sequence[int], shape: Sequence[int]) -> tuple[str, ...]:
-    """Ranks for a reshape of a tensor (ranks ``xr``, shape ``xs``) to ``shape``.
-
-    Input and output dims are aligned into groups of equal product. A dim that keeps its size
-    keeps its rank; a hidden ``D`` split in two reads ``H, E`` (heads, head dim); a merge ending
-    in ``E`` reads ``D``; other new dims keep the family of the dims they come from, and
-    size-1 dims read ``U``.
-    """
-    groups = align_dims(list(xs), list(shape))
-    out: list[str] = []
-    taken: set[str] = set()
-    plans: list[tuple[list[str], list[int]]] = []
-    for (i0, i1), (j0, j1) in groups:
-        plans.append((list(xr[i0:i1]), list(shape[j0:j1])))
-    # Dims that keep their rank first, so new names avoid them.
-    for ins, outs in plans:
-        if len(ins) == 1 and len(outs) == 1:
-            taken.add(ins[0])
-    for ins, outs in plans:
-        if len(ins) == 1 and len(outs) == 1:
-            out.append(ins[0])
-            continue
-        fams = [family(r) for r in ins if b.sizes[r] != 1] or ["U"]
-        real = [s for s in outs if s != 1]
-        if len(fams) == 1 and fams[0] == "D" and len(real) == 2:
-            hints = iter(["H", "E"])
-        elif len(real) == 1 and fams[-1] == "E":
-            hints = iter(["D"])
-        else:
-            hints = iter([fams[0]] * len(real))
-        for s in outs:
-            r = b.rank("U" if s == 1 else next(hints), s, taken)
-            taken.add(r)
-            out.append(r)
-    return tuple(out)
-
-
-def align_dims(xs: list[int], ys: list[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Group dims of two shapes with the same number of elements into runs of equal product:
-    ``((i0, i1), (j0, j1))`` pairs, ``xs[i0:i1]`` and ``ys[j0:j1]`` of equal product.
-
-    >>> align_dims([1, 4096, 4096], [1, 4096, 32, 128])
-    [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 3), (2, 4))]
-    """
-    groups = []
-    i = j = 0
-    n, m = len(xs), len(ys)
-    while i < n or j < m:
-        i0, j0 = i, j
-        if i < n and j < m and xs[i] == ys[j]:
-            groups.append(((i, i + 1), (j, j + 1)))
-            i, j = i + 1, j + 1
-            continue
-        if i < n and xs[i] == 1:
-            groups.append(((i, i + 1), (j, j)))
-            i += 1
-            continue
-        if j < m and ys[j] == 1:
-            groups.append(((i, i), (j, j + 1)))
-            j += 1
-            continue
-        pa = xs[i] if i < n else 1
-        pb = ys[j] if j < m else 1
-        i, j = min(i + 1, n), min(j + 1, m)
-        while pa != pb and (i < n or j < m):
-            if pa < pb and i < n:
-                pa *= xs[i]
-                i += 1
-            elif j < m:
-                pb *= ys[j]
-                j += 1
-            else:
-                pa *= xs[i]
-                i += 1
-        if pa != pb:
-            return [((i0, n), (j0, m))] if not groups else groups + [((i0, n), (j0, m))]
-        groups.append(((i0, i), (j0, j)))
-    return groups
-
-
-def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
-    shape = [int(s) for s in shape]
-    if -1 in shape:
-        known = 1
-        for s in shape:
-            if s != -1:
-                known *= s
-        shape[shape.index(-1)] = numel // known if known else 0
-    return tuple(shape)
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def location(node: Any, source_name: str | None) -> str | None:
-    """``file.py:LINE`` of the innermost frame of the source file in the node's stack trace."""
-    trace = node.meta.get("stack_trace") if node is not None else None
-    if not trace or not source_name:
-        return None
-    found = None
-    for path, line in _FRAME.findall(trace):
-        if os.path.basename(path) == source_name:
-            found = f"{source_name}:{line}"
-    return found
-
-
-def bind_args(node: Any, env: dict[Any, Any]) -> Args:
-    """The node's arguments, fx values replaced by lowered ones, bound to schema names."""
-
-    def conv(v: Any) -> Any:
-        if isinstance(v, torch.fx.Node):
-            return env[v]
-        if isinstance(v, (list, tuple)):
-            return type(v)(conv(x) for x in v)
-        return v
-
-    schema = node.target._schema
-    vals: dict[str, Any] = {}
-    for i, arg in enumerate(schema.arguments):
-        if i < len(node.args):
-            vals[arg.name] = conv(node.args[i])
-        elif arg.name in node.kwargs:
-            vals[arg.name] = conv(node.kwargs[arg.name])
-        elif arg.has_default_value():
-            vals[arg.name] = arg.default_value
-        else:
-            vals[arg.name] = None
-    return Args(vals)
