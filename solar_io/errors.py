@@ -79,3 +79,7 @@ class GraphError(SolarIOError):
     def lines(self) -> list[str]:
         """Every issue as one formatted line."""
         return [i.format(self.file) for i in self.issues]
+
+
+class ExecutionError(SolarIOError):
+    """A graph that cannot be run as asked: missing or mis-shaped input, no opaque implementation, bad index."""

@@ -52,6 +52,13 @@ a reduced one repeats the same value (``add`` multiplies by its size, and so on)
 position of ``axis`` in the output; ``view`` changes nothing about the values.
 Opaque nodes run only with a caller-supplied implementation. Unless every tensor is
 asked for, an intermediate is dropped after its last reader, bounding peak memory.
+
+Modules: this one runs the graph, einsum nodes (steps 2 to 5) and the blocked broadcasting path;
+``executor_operands.py`` builds the operands (step 1: strided views, gathers, padding);
+``executor_matmul.py`` is the two-operand contraction as one batched BLAS matmul;
+``executor_simple.py`` is a fast path for plain elementwise maps and slices (tried first, the same
+values); ``executor_opaque.py`` runs an opaque node's caller-supplied implementation;
+``blas_threads.py`` runs small matmuls on one BLAS thread.
 """
 
 from __future__ import annotations
@@ -61,13 +68,14 @@ from functools import reduce as fold
 from math import ceil, prod
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from .affine import Access, AffineExpr, Indirect
-from .blas_threads import threads_for
+from .affine import AffineExpr, Indirect
 from .dtypes import numpy_dtype, round_values
-from .errors import GraphError, SolarIOError
+from .errors import ExecutionError as ExecutionError  # re-exported: its public home is this module
+from .errors import GraphError
+from .executor_matmul import _matmul
 from .executor_opaque import run_opaque
+from .executor_operands import Operand, _OperandBuilder
 from .executor_simple import simple_einsum
 from .format.validate import validate
 from .graph import Graph, Node
@@ -77,14 +85,10 @@ from .ops import MAP_OPS, REDUCE_OPS
 CHUNK_POINTS = 1 << 22
 #: Largest operand (elements) a contraction materialises before it is split.
 CONTRACT_ELEMENTS = 1 << 24
-
 OpaqueFn = Callable[..., "tuple[np.ndarray, ...] | list[np.ndarray] | np.ndarray"]
-Operand = tuple[np.ndarray, tuple[str, ...]]  # an array and the space ranks of its axes
+
+
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
-
-
-class ExecutionError(SolarIOError):
-    """A graph that cannot be run as asked: missing or mis-shaped input, no opaque implementation, bad index."""
 
 
 def execute(graph: Graph, inputs: Mapping[str, np.ndarray], *, opaque: Mapping[str, OpaqueFn] | None = None,
@@ -225,85 +229,6 @@ def _scatter(graph: Graph, node: Node, env: dict[str, np.ndarray], build: _Opera
     return res
 
 
-class _OperandBuilder:
-    """Turns input accesses of one node into operands (arrays over distinct space ranks)."""
-
-    def __init__(self, graph: Graph, node: Node, env: dict[str, np.ndarray], sizes: dict[str, int]):
-        self.graph, self.node, self.env, self.sizes = graph, node, env, sizes
-        self.first: dict[str, Access] = {}
-        for a in reversed(node.inputs):
-            self.first[a.tensor] = a
-        self.memo: dict[Access, Operand] = {}
-        self.active: set[str] = set()
-
-    def __call__(self, access: Access) -> Operand:
-        if access not in self.memo:
-            if access.tensor in self.active:
-                raise ExecutionError(f"node {self.node.name}: index tensor {access.tensor} indexes itself")
-            self.active.add(access.tensor)
-            index = access.index or ()
-            fancy = any(isinstance(e, Indirect) for e in index)
-            self.memo[access] = self._gather(access) if fancy else self._strided(access)
-            self.active.discard(access.tensor)
-        return self.memo[access]
-
-    def _padded(self, access: Access, reach: list[tuple[int, int]]) -> tuple[np.ndarray, list[int]]:
-        """The tensor padded with the fill as far as indexes reach ([lo, hi] per dim); the low pads."""
-        arr = self.env[access.tensor]
-        widths = [(max(0, -lo), max(0, hi - (n - 1))) for (lo, hi), n in zip(reach, arr.shape, strict=True)]
-        if any(w != (0, 0) for w in widths):
-            fill = 0.0 if self.node.fill is None else self.node.fill
-            if arr.dtype.kind in "iub" and not np.isfinite(fill):
-                raise ExecutionError(f"node {self.node.name}: cannot pad {arr.dtype} tensor {access.tensor} "
-                                     f"with fill {fill}")
-            arr = np.pad(arr, widths, constant_values=np.array(fill).astype(arr.dtype))
-        return arr, [lo for lo, _ in widths]
-
-    def _strided(self, access: Access) -> Operand:
-        index = [e for e in access.index or () if isinstance(e, AffineExpr)]
-        arr, low = self._padded(access, [e.bounds(self.sizes) for e in index])
-        ranks = tuple(r for r in self.node.space if any(r in e.ranks for e in index))
-        if arr.ndim == 0:
-            return arr, ()
-        base = arr[tuple(slice(e.const + lo, None) for e, lo in zip(index, low, strict=True))]
-        strides = [sum(c * base.strides[d] for d, e in enumerate(index) for rr, c in e.terms if rr == r)
-                   for r in ranks]
-        return as_strided(base, [self.sizes[r] for r in ranks], strides, writeable=False), ranks
-
-    def _gather(self, access: Access) -> Operand:
-        index = access.index or ()
-        parts: list[tuple[np.ndarray, tuple[str, ...]]] = []
-        for e in index:
-            if isinstance(e, Indirect):
-                a, r = self(self.first[e.tensor])
-                parts.append((a.astype(np.int64, copy=False), r))
-            else:
-                parts.append(self._affine_values(e))
-        ranks = tuple(r for r in self.node.space if any(r in rk for _, rk in parts))
-        idx = [v[tuple(slice(None) if r in rk else None for r in ranks)] for v, rk in parts]
-        reach = [(int(v.min()), int(v.max())) for v in idx]
-        tensor = self.graph.tensor_map[access.tensor]
-        pad = self.node.pad_of(access.tensor)
-        for d, e in enumerate(index):
-            lo, hi = pad.get(tensor.ranks[d], (0, 0))
-            extent = self.env[access.tensor].shape[d]
-            if isinstance(e, Indirect) and (reach[d][0] < -lo or reach[d][1] > extent - 1 + hi):
-                raise ExecutionError(f"node {self.node.name}: index tensor {e.tensor} holds values in "
-                                     f"[{reach[d][0]}, {reach[d][1]}], outside [{-lo}, {extent - 1 + hi}] of "
-                                     f"{access.tensor} dim {tensor.ranks[d]}")
-        arr, low = self._padded(access, reach)
-        return arr[tuple(v + lo for v, lo in zip(idx, low, strict=True))], ranks
-
-    def _affine_values(self, e: AffineExpr) -> tuple[np.ndarray, tuple[str, ...]]:
-        """The values of ``e`` as an int64 array over its ranks (space order)."""
-        ranks = tuple(r for r in self.node.space if r in e.ranks)
-        vals = np.full([1] * len(ranks), e.const, dtype=np.int64)
-        for r, c in e.terms:
-            shape = [self.sizes[r] if rr == r else 1 for rr in ranks]
-            vals = vals + c * np.arange(self.sizes[r], dtype=np.int64).reshape(shape)
-        return vals, ranks
-
-
 # ----------------------------------------------------------------------------- contractions
 
 def _contract(ops: list[Operand], out: tuple[str, ...], reduced: tuple[str, ...], sizes: dict[str, int],
@@ -339,32 +264,6 @@ def _contract_block(ops: list[Operand], keep: tuple[str, ...], dtype: np.dtype) 
                for i, r in enumerate(dict.fromkeys(r for _, rk in ops for r in rk))}
     spec = ",".join("".join(letters[r] for r in rk) for _, rk in ops) + "->" + "".join(letters[r] for r in keep)
     return np.einsum(spec, *(a for a, _ in ops), optimize=True)
-
-
-def _matmul(a_op: Operand, b_op: Operand, keep: tuple[str, ...]) -> np.ndarray:
-    """Two-operand contraction as one (batched) BLAS matmul; result axes ordered batch, M, N."""
-    (a, ra), (b, rb) = a_op, b_op
-    # Ranks reduced that only one side uses are summed on that side first.
-    a, ra = _sum_out(a, ra, [r for r in ra if r not in rb and r not in keep])
-    b, rb = _sum_out(b, rb, [r for r in rb if r not in ra and r not in keep])
-    length = dict(zip(ra, a.shape, strict=True)) | dict(zip(rb, b.shape, strict=True))
-    batch = [r for r in ra if r in rb and r in keep]
-    m = [r for r in ra if r not in rb]
-    n = [r for r in rb if r not in ra]
-    k = [r for r in ra if r in rb and r not in keep]
-    nb, nm, nn, nk = (prod(length[r] for r in g) for g in (batch, m, n, k))
-    a2 = a.transpose([ra.index(r) for r in batch + m + k]).reshape(nb, nm, nk)
-    b2 = b.transpose([rb.index(r) for r in batch + k + n]).reshape(nb, nk, nn)
-    with threads_for(nb * nm * nn * nk):  # small products on one BLAS thread (blas_threads)
-        res = np.matmul(a2, b2).reshape([length[r] for r in batch + m + n])
-    order = batch + m + n
-    return res.transpose([order.index(r) for r in keep])
-
-
-def _sum_out(a: np.ndarray, ranks: tuple[str, ...], drop: list[str]) -> Operand:
-    if not drop:
-        return a, ranks
-    return np.add.reduce(a, axis=tuple(ranks.index(r) for r in drop)), tuple(r for r in ranks if r not in drop)
 
 
 # ----------------------------------------------------------------------------- map and reduce
