@@ -6,7 +6,9 @@ published SOLs and measured baselines where a metadata file gives them.
         [--rows rows.json] [--only PROBLEM ... --reuse rows.json] [--cache-bound ilp|floor]
 
 CORPUS_DIR holds problem folders (definition.json, workload.jsonl, optionally reference.py), in
-subset folders (L1, L2, Quant, FlashInfer-Bench) or not. Per workload it prints: captured (or the
+subset folders (L1, L2, Quant, FlashInfer-Bench) or not; ``benchmarks/sol_execbench_export.py`` writes
+the public corpus so (and its ``published.json``) from a git mirror of williamqwu/sol-execbench-rocm.
+Per workload it prints: captured (or the
 failure's category and line), opaque nodes, unfused / fused / cache-aware SOL on the chip, the
 published SOL and the measured baseline where known, the ratios, and every violation (a fused or
 cache-aware SOL above a measured latency: a bound that a real run beat). Per subset it prints the
