@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
 
@@ -40,6 +42,7 @@ from .ilp import STATS, TIME_LIMIT
 from .schedule import Alternative, BranchGroups, branch_order, regions
 from .segments import GENERATION, Segments
 from .structure import structure, with_contexts
+from .windows import Windows
 
 UNIT_NAMES = ("matrix", "vector", "special")
 
@@ -79,8 +82,14 @@ class Credit:
         (they may stay on chip; graph outputs and what output views expose are delivered)."""
         if capacity <= 0:
             return 0.0
+        got = self.sums(i, j)
+        return min(capacity, got[0]) + min(capacity, got[1])
+
+    def sums(self, i: int, j: int) -> tuple[float, float]:
+        """(bytes of the roots group ``i..j`` reads that an earlier node touched, bytes of what it writes
+        for later groups): what :meth:`of` caps at S; they do not depend on S, so they are kept."""
         got = self._sums.get((i, j))
-        if got is None:  # the two sums do not depend on S: kept for every capacity (chip)
+        if got is None:
             reread: dict[str, float] = {}
             kept: dict[str, float] = {}
             for k in range(i, j + 1):
@@ -91,7 +100,7 @@ class Credit:
                     if last > j:
                         kept[t] = max(kept.get(t, 0.0), b)
             got = self._sums[(i, j)] = (math.fsum(reread.values()), math.fsum(kept.values()))
-        return min(capacity, got[0]) + min(capacity, got[1])
+        return got
 
 
 def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], bw: float, capacity: float,
@@ -120,29 +129,45 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
     alt = _alternative(view, units, capacity, bound, max_group, time_limit, held, reuse)
     phases["structure"] = time.perf_counter() - t0
     t1 = time.perf_counter()
+    # the windows (groups of at most max_group nodes) as arrays, one per offset (:mod:`.windows`)
+    win: Windows = view.memo(("windows", max_group, reuse), lambda: Windows(n, max_group, seg.structure.context,
+                                                                           credit, reuse))
+    if reuse:
+        at = view.memo(("window spans", capacity, bound, max_group, time_limit, GENERATION[0]), lambda: win.at(seg))
+        seg.span_hits += win.pairs - (seg.distinct - distinct0)  # every window not analysed afresh here is a hit
+    else:
+        at = win.at(seg)
+    win_spans, win_ids = at[0], win.ids
+    qs, comps, ts = win.times(at[1], np.array(units, dtype=float).reshape(n, 3), held, bw)
+    t_end, c_end = win.by_end(ts), win.by_end(comps)
     best = [0.0] + [math.inf] * n
     choice: list[tuple[int, float, float] | None] = [None] * (n + 1)  # (start, compute, time) of the last group
-    spans: dict[tuple[int, int], object] = {}
-    candidates: list[tuple[int, int, float]] = []
+    spans: dict[tuple[int, int], object] = {}  # the longer groups' spans (a window's: win_spans)
+    long_candidates: list[tuple[int, int, float]] = []
     long: dict[int, list[int]] = {}  # last node -> first nodes of kernels longer than max_group
     for i, j in view.spans:
         if j - i + 1 > max_group and (i, j) != (0, n - 1):
             long.setdefault(j, []).append(i)
+    w = win.w
     for j in range(n):
-        m = v = sp = 0.0  # the segment's matrix, vector and special-function seconds
-        starts = [*range(j, max(0, j - max_group + 1) - 1, -1), *long.get(j, ())]
-        for i in starts:
-            if i > j - max_group:
-                m, v, sp = m + units[i][0], v + units[i][1], sp + units[i][2]
-            else:  # a long kernel
-                m, v, sp = (math.fsum(units[k][x] for k in range(i, j + 1)) for x in range(3))
+        tj = t_end[j]
+        b, pick = best[j + 1], -1
+        for d in range(min(j + 1, w)):  # the window j - d..j (NaN: no group)
+            t = tj[d]
+            if t == t and best[j - d] + t < b:
+                b, pick = best[j - d] + t, d
+        if pick >= 0:
+            best[j + 1] = b
+            choice[j + 1] = (j - pick, c_end[j][pick], tj[pick])
+        for i in long.get(j, ()):  # a kernel longer than max_group
+            m, v, sp = (math.fsum(units[k][x] for k in range(i, j + 1)) for x in range(3))
             if math.isinf(best[i]):
                 continue
             s = seg.span(i, j)
             if s is None:
                 continue
             q = s.traffic - credit.of(i, j, held)
-            candidates.append((i, j, q))
+            long_candidates.append((i, j, q))
             compute = max(m, v, sp)
             t = max(compute, q / bw)
             if best[i] + t < best[j + 1]:
@@ -151,6 +176,7 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
                 spans[(i, j)] = s
         if alt is not None:  # the branch order's groups ending here (:mod:`.schedule`)
             alt.step(j, best, choice, bw)
+    candidates = _candidates(win, qs, best, long_candidates)
     if n > max_group:  # the whole graph as one group
         s = seg.span(0, n - 1)
         if s is not None:
@@ -181,7 +207,7 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
             continue
         i, compute, t = choice[j]  # type: ignore[misc]
         chosen.append((i, j - 1))
-        s = spans[(i, j - 1)]
+        s = win_spans[win_ids[j - 1 - i][i]] if j - 1 - i < w else spans[(i, j - 1)]
         kept = credit.of(i, j - 1, held)
         groups.append(GroupResult(nodes=tuple(x.name for x in g.nodes[i:j]), kind=s.kind, traffic=s.traffic - kept,
                                   floor=s.floor, compute=compute, time=t, detail=seg.detail(i, s), avoided=s.avoided,
@@ -205,6 +231,27 @@ def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], 
                       branch_order=() if alt is None else tuple(alt.order),
                       branch_candidates=() if alt is None else tuple(alt.candidates),
                       branch_spans=tuple(reversed(in_branch)))
+
+
+def _candidates(win: Windows, qs: list, best: list[float],
+                long_candidates: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """Every group the partition weighed, ``(first, last, Q)``, in its order: by last node, the windows by
+    offset, then the longer kernels; a window is one where it is a group and its first node is reachable."""
+    n, w = win.n, win.w
+    q_end = np.full((n, w), np.nan)
+    for d, q in enumerate(qs):
+        q_end[d:, d] = q
+    last, off = np.nonzero(~np.isnan(q_end))  # row-major: by last node, then offset
+    first = last - off
+    if any(math.isinf(b) for b in best[:n]):  # a node no group reaches (never with single-node groups)
+        keep = np.array([not math.isinf(best[i]) for i in first.tolist()], dtype=bool)
+        last, off, first = last[keep], off[keep], first[keep]
+    out = list(zip(first.tolist(), last.tolist(), q_end[last, off].tolist(), strict=True))
+    if long_candidates:  # each after the windows ending where it ends
+        ends = last
+        for c in reversed(long_candidates):
+            out.insert(int(np.searchsorted(ends, c[1], side="right")), c)
+    return out
 
 
 def _alternative(view: GraphTraffic, units: list[tuple[float, ...]], capacity: float, bound: str, max_group: int,
