@@ -40,6 +40,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...graph import Assumption
 from ..common.errors import CaptureError
+from .decide import _Decide
 from .routing import Routing, assign, counts, expected_distinct, per_expert_counts
 from .values import (
     SMALL,
@@ -49,7 +50,6 @@ from .values import (
     NeedValues,
     Plan,
     Router,
-    _Decide,
     _topk_args,
     _Tracker,
     _Values,

@@ -1,0 +1,180 @@
+"""``_Decide``, the function mode of value-specialised capture that answers data-dependent calls.
+
+In ``record`` it answers ``item``, ``__bool__``, ``tolist``, ``numpy``, ``nonzero``, mask indexing,
+``bincount``, ``repeat_interleave``, ``unique`` and ``one_hot`` from the values pass (:mod:`.values`)
+and records each answer as a :class:`~.values.Decision` of the plan; in ``replay`` (during
+``torch.export``) it gives back the plan's answers in order, data-dependent sizes becoming the
+fixed-size ops of :mod:`.fixed_ops`. A call the values pass did not make is a CaptureError.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ..common.errors import CaptureError
+from .fixed_ops import _keys
+from .tables import TABLES
+from .values import Decision, NeedValues, Plan, _Values, _where
+
+_SCALAR = {torch.Tensor.item: "item", torch.Tensor.__bool__: "bool", torch.Tensor.__int__: "int",
+           torch.Tensor.__float__: "float", torch.Tensor.__index__: "index"}
+_LIST = {torch.Tensor.tolist: "tolist", torch.Tensor.numpy: "numpy"}
+_NONZERO = {torch.nonzero: "nonzero", torch.Tensor.nonzero: "nonzero", torch.argwhere: "argwhere",
+            torch.Tensor.argwhere: "argwhere"}
+_ITEMS = {torch.Tensor.__getitem__: "getitem", torch.Tensor.__setitem__: "setitem"}
+_BINCOUNT = {torch.bincount: "bincount", torch.Tensor.bincount: "bincount"}
+_REPEAT = {torch.repeat_interleave: "repeat_interleave", torch.Tensor.repeat_interleave: "repeat_interleave"}
+_MASKED = {torch.masked_select: "masked_select", torch.Tensor.masked_select: "masked_select"}
+_ONE_HOT = {torch.nn.functional.one_hot: "one_hot"}
+_UNIQUE = {torch.unique: "unique", torch.Tensor.unique: "unique"}
+
+
+class _Decide(TorchFunctionMode):
+    """Answers data-dependent calls: from values (``record``) or from a plan's decisions (``replay``)."""
+
+    def __init__(self, plan: Plan, values: _Values | None):
+        super().__init__()
+        self.plan, self.v = plan, values
+        self.next = 0
+
+    # ---------------------------------------------------------------- answers
+    def _answer(self, kind: str, op: str, t: torch.Tensor, compute: Callable[[torch.Tensor], Any]) -> Decision:
+        if self.v is None:  # replay
+            if self.next >= len(self.plan.decisions):
+                raise CaptureError(f"value-specialised capture: the export makes a data-dependent call ({op}, "
+                                   f"{_where() or 'unknown place'}) the values pass did not make")
+            d = self.plan.decisions[self.next]
+            if d.op != op:
+                raise CaptureError(f"value-specialised capture: call {self.next + 1} is {op} at "
+                                   f"{_where() or '?'} in the export but was {d.op} at {d.where or '?'}")
+            self.next += 1
+            return d
+        with torch._C.DisableTorchFunction():
+            v = self.v.value(t)
+            labels = self.v.labels(t)
+            if v is None:
+                raise NeedValues(op, _where(), labels)
+            value = compute(v)
+        routers = frozenset(int(lb[5:]) for lb in labels if lb.startswith("topk:"))
+        d = Decision(kind, op, _where(), value, routers)
+        self.plan.decisions.append(d)
+        return d
+
+    def _index(self, op: str, src: torch.Tensor, values: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """A specialised int64 index tensor computed from ``src``'s values (nonzero rows, ...)."""
+        d = self._answer("index", op, src, lambda v: values(v).numpy().astype(np.int64))
+        if d.key is None:
+            d.key = next(_keys)
+            TABLES[d.key] = d.value
+        arr = d.value
+        if self.v is None:
+            return torch.ops.solar_io.specialised_index(src, list(arr.shape), d.key)
+        with torch._C.DisableTorchFunction():
+            if self.v.on_cpu:
+                out = torch.from_numpy(arr.copy())
+            else:
+                out = torch.empty(arr.shape, dtype=torch.int64, device=src.device)
+                self.v.known[out] = torch.from_numpy(arr.copy())
+            self.v.origin[out] = self.v.labels(src)
+        return out
+
+    def _nonzero_cols(self, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        nz = self._index("nonzero", mask, torch.nonzero)
+        return tuple(nz[:, i] for i in range(nz.shape[1]))
+
+    def _expand_bool(self, idx: Any) -> Any:
+        """An index with every boolean tensor replaced by the integer columns of its nonzero."""
+        if isinstance(idx, torch.Tensor) and idx.dtype == torch.bool:
+            return self._nonzero_cols(idx)
+        if isinstance(idx, (tuple, list)) and any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in idx):
+            out: list[Any] = []
+            for i in idx:
+                out.extend(self._nonzero_cols(i) if isinstance(i, torch.Tensor) and i.dtype == torch.bool else [i])
+            return tuple(out)
+        return idx
+
+    # ---------------------------------------------------------------- dispatch
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        try:
+            hit = func in _SCALAR or func in _LIST or func in _NONZERO or func in _ITEMS or func in _BINCOUNT \
+                or func in _REPEAT or func in _MASKED or func in _ONE_HOT or func in _UNIQUE or func is torch.where
+        except TypeError:  # unhashable
+            hit = False
+        if not hit:
+            return func(*args, **kwargs)
+        if func in _SCALAR:
+            name = _SCALAR[func]
+            conv = {"item": lambda v: v.item(), "bool": lambda v: bool(v), "int": lambda v: int(v),
+                    "float": lambda v: float(v), "index": lambda v: operator.index(v.item())}[name]
+            return self._answer("scalar", f"Tensor.{name}", args[0], conv).value
+        if func in _LIST:
+            name = _LIST[func]
+            d = self._answer("list", f"Tensor.{name}", args[0],
+                             (lambda v: v.tolist()) if name == "tolist" else (lambda v: v.numpy().copy()))
+            return d.value.copy() if isinstance(d.value, np.ndarray) else d.value
+        if func in _NONZERO:
+            as_tuple = kwargs.get("as_tuple", False) or (len(args) > 1 and args[1] is True)
+            if as_tuple:
+                return self._nonzero_cols(args[0])
+            return self._index("nonzero", args[0], torch.nonzero)
+        if func is torch.where:
+            if len(args) + len(kwargs) != 1:
+                return func(*args, **kwargs)
+            return self._nonzero_cols(args[0] if args else kwargs["condition"])
+        if func in _ITEMS:
+            x, idx = args[0], args[1]
+            new = self._expand_bool(idx)
+            if new is idx:
+                return func(*args, **kwargs)
+            return func(x, new, *args[2:], **kwargs)
+        if func in _MASKED:
+            x = args[0]
+            mask = args[1] if len(args) > 1 else kwargs["mask"]
+            shape = torch.broadcast_shapes(x.shape, mask.shape)
+            return x.expand(shape)[self._nonzero_cols(mask.expand(shape))]
+        if func in _BINCOUNT:
+            x = args[0]
+            weights = args[1] if len(args) > 1 else kwargs.get("weights")
+            minlength = int(args[2] if len(args) > 2 else kwargs.get("minlength", 0))
+            d = self._answer("bincount", "bincount", x, lambda v: max(minlength, int(v.max()) + 1 if v.numel() else 0))
+            if self.v is None:
+                return torch.ops.solar_io.bincount(x, weights, d.value)
+            with torch._C.DisableTorchFunction():
+                if self.v.on_cpu:
+                    return torch.bincount(x, weights, minlength=d.value)
+                dt = weights.dtype if weights is not None else torch.int64
+                return torch.zeros(d.value, dtype=dt, device=x.device)
+        if func in _REPEAT:
+            x = args[0]
+            repeats = args[1] if len(args) > 1 else kwargs.get("repeats")
+            dim = args[2] if len(args) > 2 else kwargs.get("dim")
+            if kwargs.get("output_size") is not None:
+                return func(*args, **kwargs)
+            if repeats is None:  # torch.repeat_interleave(repeats): the indices themselves
+                return self._index("repeat_interleave", x, torch.repeat_interleave)
+            if not isinstance(repeats, torch.Tensor) or repeats.numel() == 1:
+                return func(*args, **kwargs)
+            idx = self._index("repeat_interleave", repeats, torch.repeat_interleave)
+            if dim is None:
+                return x.reshape(-1).index_select(0, idx)
+            return x.index_select(dim, idx)
+        if func in _UNIQUE:  # the distinct values of integer ids (``for e in ids.unique():``)
+            x = args[0]
+            extra = any(kwargs.get(k) for k in ("return_inverse", "return_counts", "dim")) or len(args) > 2
+            if extra or x.dtype.is_floating_point or x.dtype == torch.bool:
+                return func(*args, **kwargs)
+            return self._index("unique", x, lambda v: torch.unique(v.reshape(-1))).to(x.dtype)
+        if func in _ONE_HOT:
+            n = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
+            if n != -1:
+                return func(*args, **kwargs)
+            d = self._answer("scalar", "one_hot.num_classes", args[0], lambda v: int(v.max()) + 1)
+            return func(args[0], d.value)
+        return func(*args, **kwargs)
