@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from solar_io.format import yamltext
+from solar_io.hardware.checked import schema_checked
 from solar_io.hardware.model import (
     SUPPORTED_MAJOR,
     Clock,
@@ -90,12 +91,13 @@ def _non_finite(data: Any, path: str = "") -> tuple[str, str] | None:
 _FLOAT_LIMIT = 2**1023  # integers from here on have no finite float
 
 
-def spec_from_dict(data: Any, origin: str | None = None) -> HardwareSpec:
+def spec_from_dict(data: Any, origin: str | None = None, *, schema: bool = True) -> HardwareSpec:
     """Validate ``data`` against the hardware-v1 schema and build a :class:`HardwareSpec`.
 
     ``origin`` (usually the file path) prefixes error messages. Raises :class:`HardwareSpecError`
     naming the offending field for schema violations, a newer major version, source indices out
-    of range, a first memory level that is not 'dram', or duplicate level names.
+    of range, a first memory level that is not 'dram', or duplicate level names. ``schema=False``
+    skips the schema pass only (for a text that passed it: :mod:`.checked`).
     """
     where = _where(origin)
     if not isinstance(data, Mapping):
@@ -113,7 +115,7 @@ def spec_from_dict(data: Any, origin: str | None = None) -> HardwareSpec:
         path, value = bad
         raise HardwareSpecError(f"{where}field {path or '(top level)'}: {value} is not a finite number "
                                 "(every peak, capacity, bandwidth and clock must be a finite number)")
-    errors = list(_validator().iter_errors(data))
+    errors = list(_validator().iter_errors(data)) if schema else []
     if errors:
         from jsonschema.exceptions import best_match
 
@@ -199,7 +201,8 @@ def _safe_load(text: str, origin: str) -> Any:
 
 
 def load_spec_file(path: str | os.PathLike[str], text: str | None = None) -> HardwareSpec:
-    """Load and validate the spec file at ``path`` (``text`` overrides reading it)."""
+    """Load and validate the spec file at ``path`` (``text`` overrides reading it); a text that passed the
+    schema already (:mod:`.checked`) skips only that pass."""
     origin = str(path)
     if text is None:
         p = Path(path)
@@ -211,4 +214,4 @@ def load_spec_file(path: str | os.PathLike[str], text: str | None = None) -> Har
             raise HardwareSpecError(f"{origin}: cannot read hardware spec: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
             raise HardwareSpecError(f"{origin}: hardware spec is not UTF-8 text") from None
-    return spec_from_dict(_safe_load(text, origin), origin)
+    return spec_from_dict(_safe_load(text, origin), origin, schema=not schema_checked(text))
