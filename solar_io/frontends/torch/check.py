@@ -5,6 +5,9 @@ executed on the same weights and inputs (opaque nodes run the original ATen op),
 outputs are compared with dtype-aware tolerances. On a failure the exported program is
 re-run node by node (``torch.fx.Interpreter``) to name the first op whose tensor diverges.
 A graph too large for the budget is validated per distinct node at reduced sizes (``reduced``).
+
+What the eager run's random ops and selections returned is recorded and given to the graph by
+:mod:`.eager_record`; the node-by-node rerun is :mod:`.divergence`'s.
 """
 
 from __future__ import annotations
@@ -20,119 +23,23 @@ import torch
 from ...executor import execute
 from ...graph import Validation
 from ..common.errors import CaptureError
-from ..common.validation import compare, graph_bytes, skipped, tolerance
+from ..common.validation import compare, graph_bytes, skipped
 from .cpu_kernels import KernelFallback, first_line, tolerant_opaque, unchecked_nodes
+from .divergence import first_divergence
+from .dtype_map import to_numpy
 from .eager import no_dropout
+from .eager_record import RANDOM_OPS, RandomRecorder, SelectionRecorder, _fill_selections, _replay_random
 from .specialise import forcing
-from .uninit import deterministic_memory, filled_graph, is_uninitialised
+from .uninit import deterministic_memory, filled_graph
 
 if TYPE_CHECKING:
     from .capture import Capture
     from .reduced import Pipeline
 
 
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.is_complex():  # the graph holds a complex tensor as (real, imaginary) pairs
-        t = torch.view_as_real(t)
-    if t.dtype in (torch.bfloat16, torch.float16) or str(t.dtype).startswith("torch.float8"):
-        t = t.float()
-    elif str(t.dtype).startswith("torch.float4"):  # packed fp4 pairs: the graph holds their bytes (uint8)
-        t = t.view(torch.uint8)
-    return t.cpu().numpy()
-
-
-RANDOM_OPS = frozenset({
-    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_", "uniform",
-    "uniform_", "bernoulli", "bernoulli_", "multinomial", "randperm", "exponential_", "random_", "cauchy_",
-    "log_normal_", "geometric_", "poisson"})
-
-
-class RandomRecorder(torch.utils._python_dispatch.TorchDispatchMode):
-    """Records, in call order, what the random ops of an eager run returned, so the graph's
-    (opaque) random nodes can replay the same values."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.values: list[torch.Tensor] = []
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        if func._schema.name.split("::")[-1] in RANDOM_OPS and isinstance(out, torch.Tensor):
-            self.values.append(out.detach().clone())
-        return out
-
-
-def _family(op: str) -> str:
-    """The eager op a graph's choice tensor is matched with (argsort runs as a sort)."""
-    name = op.split(".")[1] if op.startswith(("aten.", "transformers.")) else op
-    return "sort" if name in ("sort", "argsort") else "grouped_mm" if name in ("grouped_mm_fallback", "_grouped_mm") \
-        else name
-
-
-class SelectionRecorder(torch.utils._python_dispatch.TorchDispatchMode):
-    """Records, in call order, what the selections and samplers of an eager run returned (topk, sort,
-    argsort, multinomial, bernoulli), so the graph's specialised choice tensors (``rules/select.py``)
-    get the values the program chose."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.values: dict[str, list[tuple[Any, ...]]] = {}
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        name = func._schema.name.split("::")[-1]
-        if name in ("grouped_mm_fallback", "_grouped_mm"):  # grouped expert matmuls: their offsets
-            offs = args[2] if len(args) > 2 else (kwargs or {}).get("offs")
-            if isinstance(offs, torch.Tensor):
-                self.values.setdefault("grouped_mm", []).append((offs.detach().clone(), args[0].shape[0]))
-        elif name in ("topk", "sort", "argsort", "multinomial", "bernoulli"):
-            res = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-            if name == "argsort":
-                res = (None,) + res
-            self.values.setdefault(_family(f"aten.{name}"), []).append(tuple(
-                r.detach().clone() if isinstance(r, torch.Tensor) else r for r in res))
-        return out
-
-
-def _fill_selections(cap: Capture, recorded: SelectionRecorder) -> str | None:
-    """Give the graph's choice tensors the eager run's values, in call order; why not, or None."""
-    seen: dict[str, int] = {}
-    shapes = {t.name: cap.graph.shape(t.name) for t in cap.graph.tensors}
-    for name, op, result in cap.lowered.selections:
-        fam = _family(op)
-        i = seen.get(fam, 0)
-        seen[fam] = i + 1
-        calls = recorded.values.get(fam, [])
-        if name not in shapes:  # pruned: nothing reads it
-            continue
-        if i >= len(calls):
-            return f"the eager run made {len(calls)} {fam} call(s), the graph has more ({name})"
-        if result == -1:  # a bernoulli's uniform draws: 1 - result gives the same result under u < p
-            arr = 1.0 - to_numpy(calls[i][0]).astype(np.float32)
-        elif result == -2:  # the expert of each row of a grouped matmul, from its cumulative offsets
-            offs, rows = to_numpy(calls[i][0]).astype(np.int64), int(calls[i][1])
-            arr = np.minimum(np.searchsorted(offs, np.arange(rows), side="right"), len(offs) - 1)
-        else:
-            arr = to_numpy(calls[i][result])
-        if arr.shape != shapes[name]:
-            return f"{fam} call {i} returned shape {arr.shape}, the graph's {name} has {shapes[name]}"
-        cap.lowered.const_data[name] = arr
-    return None
-
-
-def _replay_random(cap: Capture, recorded: list[torch.Tensor]) -> None:
-    """Make the graph's random opaque nodes return the recorded eager values, in order."""
-    queue = list(recorded)
-    for node in cap.graph.nodes:
-        if node.kind != "opaque" or node.op.split(".")[-1] not in RANDOM_OPS or len(node.outputs) != 1:
-            continue
-        shape = cap.graph.shape(node.outputs[0].tensor)
-        for i, v in enumerate(queue):
-            if tuple(v.shape) == shape:
-                value = to_numpy(queue.pop(i))
-                cap.lowered.opaque_fns[node.name] = lambda *_, value=value: value
-                break
+if TYPE_CHECKING:
+    from .capture import Capture
+    from .reduced import Pipeline
 
 
 def _flat_tensors(out: Any) -> list[torch.Tensor]:
@@ -366,48 +273,3 @@ def _attr(obj: Any, path: str) -> Any:
         if obj is None:
             return None
     return obj
-
-
-def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.nn.Module,
-                     inputs: list[Any]) -> str | None:
-    """The first fx node whose value differs from the graph tensor it was lowered to; "" when
-    none does (the traced program itself differs from the eager run), None if it cannot tell."""
-    try:
-        with np.errstate(all="ignore"):
-            allv = execute(filled_graph(cap), arrays, opaque=cap.lowered.opaque_fns, outputs="all")
-        placeholders = [n for n in cap.program.graph.nodes if n.op == "placeholder"]
-        by_name = {t: n for n, t in cap.lowered.fx_tensors.items()}
-        env: list[Any] = []
-        for p in placeholders:
-            tname = cap.lowered.fx_tensors.get(p.name)
-            if tname is not None and tname in arrays:
-                env.append(torch.from_numpy(np.ascontiguousarray(arrays[tname])).to(p.meta["val"].dtype))
-            else:
-                env.append(p.meta.get("val"))
-        values: dict[str, Any] = {}
-
-        class Rec(torch.fx.Interpreter):
-            def run_node(self, n: Any) -> Any:
-                r = super().run_node(n)
-                values[n.name] = r
-                return r
-
-        with torch.no_grad(), KernelFallback():
-            Rec(cap.program.graph_module).run(*env)
-        del by_name
-        arbitrary = {n.name for n in cap.program.graph.nodes if n.op == "call_function" and is_uninitialised(n.target)}
-        for fx_name, tname in cap.lowered.fx_tensors.items():
-            v = values.get(fx_name)
-            if not isinstance(v, torch.Tensor) or tname not in allv or fx_name in arbitrary:
-                continue
-            a, b = allv[tname].astype(np.float64), to_numpy(v).astype(np.float64)
-            if a.shape != b.shape:
-                return f"{fx_name} (shape {a.shape} vs {b.shape})"
-            rtol, atol = tolerance(cap.graph.tensor_map[tname].dtype)
-            scale = max(1.0, float(np.nanmax(np.abs(b))) if b.size else 1.0)
-            with np.errstate(all="ignore"):
-                if not np.allclose(a, b, rtol=rtol, atol=atol * scale, equal_nan=True):
-                    return f"{fx_name} ({tname}, max abs error {float(np.nanmax(np.abs(a - b))):.3g})"
-    except Exception:
-        return None
-    return ""

@@ -3,6 +3,8 @@
 A real dtype is one file dtype (``TORCH_TO_FILE``); a complex one is held as its two parts with a
 trailing rank of 2, real and imaginary (``TORCH_COMPLEX``, :func:`graph_shape`); a dtype with no
 file equivalent declines the op (``NoLowering``), which is then decomposed or left opaque.
+:func:`to_numpy` is a torch tensor as the array the graph holds (complex as pairs, bf16, fp16 and
+fp8 as float32, packed fp4 as its bytes), for validation.
 
 >>> file_dtype(torch.bfloat16)
 'bf16'
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from ...dtypes import COMPLEX_PARTS, FRAMEWORK_TO_FILE
@@ -62,3 +65,14 @@ def touches_complex(node: Any) -> bool:
                 vals.append(x.meta.get("val"))
     flat = [v for x in vals for v in (x if isinstance(x, (list, tuple)) else (x,))]
     return any(complex_part(v) is not None for v in flat)
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.is_complex():  # the graph holds a complex tensor as (real, imaginary) pairs
+        t = torch.view_as_real(t)
+    if t.dtype in (torch.bfloat16, torch.float16) or str(t.dtype).startswith("torch.float8"):
+        t = t.float()
+    elif str(t.dtype).startswith("torch.float4"):  # packed fp4 pairs: the graph holds their bytes (uint8)
+        t = t.view(torch.uint8)
+    return t.cpu().numpy()
