@@ -19,6 +19,7 @@ interleave) and cropped to the output size.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import product
 from math import gcd
 from typing import Any
@@ -165,15 +166,7 @@ def _phase_piece(ctx: Lowerer, eqn: Any, x: str, w: str, phis: tuple[int, ...], 
         size = ctx.shape(x)[lhs[2 + i]]
         if c < 0 or hi > size - 1:
             border[xr[lhs[2 + i]]] = (max(0, -c), max(0, hi - (size - 1)))
-    out_ranks: list[str] = []
-    for j in range(len(osp)):
-        if j == osp[0]:
-            out_ranks.append(n_rank)
-        elif j == osp[1]:
-            out_ranks.append(kr)
-        else:
-            i = list(osp[2:]).index(j)
-            out_ranks += [a_r[i], units[i]]
+    out_ranks = _output_ranks(osp, n_rank, kr, lambda i: [a_r[i], units[i]])
     tag = "phase" + "_".join(map(str, phis))
     y = ctx.tensor(out_ranks, ctx.out_dtype(), tag)
     ctx.b.einsum(y, ctx.op, out_ranks + [cr] + t_r, [access(x, x_idx), access(w, w_idx)], access(y, out_ranks),
@@ -191,23 +184,33 @@ def _phase_piece(ctx: Lowerer, eqn: Any, x: str, w: str, phis: tuple[int, ...], 
     return z
 
 
+def _output_ranks(osp: Any, n_rank: str, kr: str, spatial: Callable[[int], list[str]]) -> list[str]:
+    """A phase piece's ranks in the output's dimension order: batch, feature, then for each spatial
+    dimension ``spatial(i)`` (its rank and the size-1 phase rank), called in output order."""
+    out: list[str] = []
+    for j in range(len(osp)):
+        if j == osp[0]:
+            out.append(n_rank)
+        elif j == osp[1]:
+            out.append(kr)
+        else:
+            out += spatial(list(osp[2:]).index(j))
+    return out
+
+
 def _zero_piece(ctx: Lowerer, phis: tuple[int, ...], osp: Any, lead: tuple[str, str, str], a_max: list[int],
                 units: list[str], taken: set[str], xr: tuple[str, ...], lhs: Any) -> str:
     """A phase no tap reaches (a 1x1 kernel's gradient through a stride, say): ``[.., a_max, 1, ..]``
     zeros, a constant of one value (no bytes read; the output's bytes are written by the join)."""
     n_rank, kr, _ = lead
     used = set(taken)
-    out_ranks: list[str] = []
-    for j in range(len(osp)):
-        if j == osp[0]:
-            out_ranks.append(n_rank)
-        elif j == osp[1]:
-            out_ranks.append(kr)
-        else:
-            i = list(osp[2:]).index(j)
-            a = ctx.b.rank(image_family(xr, lhs, 2 + i), a_max[i], used)
-            used.add(a)
-            out_ranks += [a, units[i]]
+
+    def spatial(i: int) -> list[str]:
+        a = ctx.b.rank(image_family(xr, lhs, 2 + i), a_max[i], used)
+        used.add(a)
+        return [a, units[i]]
+
+    out_ranks = _output_ranks(osp, n_rank, kr, spatial)
     return ctx.b.tensor(f"{ctx.name}.zeros" + "_".join(map(str, phis)), out_ranks, ctx.out_dtype(), "constant", 0.0)
 
 
