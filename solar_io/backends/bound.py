@@ -35,7 +35,7 @@ from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate
 
 from ..format.files import load
 from .result import Fidelity, NodeBound, Options, Report
-from .roofline.bounds import UNFUSED_NOTE, fused_fidelity, price_nodes, resources, totals, unfused_fidelity
+from .roofline.bounds import UNFUSED_NOTE, fused_fidelity, node_facts, price_nodes, resources, totals, unfused_fidelity
 from .roofline.clock import at_clock
 from .roofline.kernel_bound import MERGED_NOTE, kernel_rows
 from .roofline.model import BoundError, PeakModel, parse_compute_dtype
@@ -208,7 +208,8 @@ def _report(gt: GraphTraffic, spec: HardwareSpec, clock_note: str | None, option
     dram = at_capacity(gt.memo("dram parts", lambda: dram_parts(g, gt.nodes, gt.chains)), s)
     kparts = gt.memo(("kernel dram parts", id(ktraffic)), lambda: (ktraffic, dram_parts(g, ktraffic, gt.chains)))
     kdram = at_capacity(kparts[1], s)
-    priced = price_nodes(g, gt.metrics, model, bw, gt.nodes, dram, pplan)
+    facts = gt.memo("node facts", lambda: node_facts(g, gt.metrics, gt.nodes))  # what no chip changes
+    priced = price_nodes(g, gt.metrics, model, bw, gt.nodes, dram, pplan, facts)
     nodes = priced.nodes
     notes = dict.fromkeys(priced.notes)
     if s > 0:

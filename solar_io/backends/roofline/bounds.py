@@ -73,41 +73,65 @@ class Priced:
     repriced: tuple[tuple[int, str, bool], ...]  # (node index, compute class, fp32 matrix work at tf32)
 
 
-def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic: Sequence[NodeTraffic],
-                dram: Sequence[float], pplan: PrecisionPlan) -> Priced:
-    """Every node of ``g`` as its own kernel on the chip of ``model``: its loads per unit at the peaks
-    the model routes its work to, and ``dram[v]`` bytes at bandwidth ``bw`` (the module docstring)."""
-    nodes: list[NodeBound] = []
-    notes: dict[str, None] = {}
-    unpriced: list[tuple[str, str]] = []
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What pricing needs of one node that no chip changes (:func:`node_facts`, kept per graph)."""
+
+    common: dict  # the NodeBound fields that are the node's counts (name, kind, op, macs, FLOPs, bytes)
+    work: tuple[float, float, float]  # matrix FLOPs, vector FLOPs, special-function results
+    priced: bool  # compute known and some work: priced at the chip's peaks (else its bytes only)
+    compute_known: bool
+    dtypes: tuple[str, ...]  # the dtypes the node is priced from unless an operand is dequantised
+    frac: float  # the effectual fraction (product of the densities of the sparse tensors it touches)
+
+
+def node_facts(g: Graph, gm: GraphMetrics, traffic: Sequence[NodeTraffic]) -> tuple[NodeFacts, ...]:
+    """The chip-independent part of :func:`price_nodes`, one entry per node of ``g``."""
     dtype_of = {t.name: t.dtype for t in g.tensors}
     sparse = {t.name: t.density for t in g.tensors if t.density is not None and t.density < 1.0}
-    repriced: list[tuple[int, str, bool]] = []
-    matrix_peaks = {dt: p.value for dt, p in model.spec.units.get("matrix", {}).items()}
-    for idx, (node, m, tr, dbytes) in enumerate(zip(g.nodes, gm.nodes, traffic, dram, strict=True)):
-        nbytes = tr.bytes
-        mem = dbytes / bw
-        dram_load = (Load(resource="dram", unit="dram", work=dbytes, rate=bw),) if dbytes > 0 else ()
+    out = []
+    for node, m, tr in zip(g.nodes, gm.nodes, traffic, strict=True):
         work = (m.flops_matrix, m.flops_vector, m.transcendental)
-        common = dict(name=node.name, kind=node.kind, op=node.op, macs=m.macs, flops_matrix=work[0],
-                      flops_vector=work[1], transcendental=work[2], bytes=nbytes, bytes_exact=m.bytes_exact,
-                      memory_time=mem, dram_bytes=dbytes)
-        if not m.compute_known or not (work[0] or work[1] or work[2]):
-            nodes.append(NodeBound(**common, compute_dtype=None, effectual_fraction=1.0,
-                                   compute_known=m.compute_known, unpriced=(), loads=dram_load, matrix_time=0.0,
-                                   vector_time=0.0, special_time=0.0, time=mem,
-                                   bottleneck="memory" if mem > 0 else "none"))
-            continue
-        dtypes = (pplan.operands_on(idx, matrix_peaks)
-                  or tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs)))
-        plan = model.plan(dtypes)
-        rule = _rule(plan, work[MATRIX], pplan, idx)
-        if rule:
-            repriced.append((idx, plan.compute_dtype, "fp32->tf32" in rule))
         frac = 1.0
         if sparse:  # product of the densities of the distinct sparse tensors the node touches
             for name in {a.tensor for a in node.inputs} | {a.tensor for a in node.outputs}:
                 frac *= sparse.get(name, 1.0)
+        out.append(NodeFacts(
+            common=dict(name=node.name, kind=node.kind, op=node.op, macs=m.macs, flops_matrix=work[0],
+                        flops_vector=work[1], transcendental=work[2], bytes=tr.bytes, bytes_exact=m.bytes_exact),
+            work=work, priced=bool(m.compute_known and (work[0] or work[1] or work[2])),
+            compute_known=m.compute_known, dtypes=tuple(dtype_of[a.tensor] for a in (node.inputs or node.outputs)),
+            frac=frac))
+    return tuple(out)
+
+
+def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic: Sequence[NodeTraffic],
+                dram: Sequence[float], pplan: PrecisionPlan, facts: Sequence[NodeFacts] | None = None) -> Priced:
+    """Every node of ``g`` as its own kernel on the chip of ``model``: its loads per unit at the peaks
+    the model routes its work to, and ``dram[v]`` bytes at bandwidth ``bw`` (the module docstring).
+    ``facts``: :func:`node_facts` of the graph (computed here when not given)."""
+    if facts is None:
+        facts = node_facts(g, gm, traffic)
+    nodes: list[NodeBound] = []
+    notes: dict[str, None] = {}
+    unpriced: list[tuple[str, str]] = []
+    repriced: list[tuple[int, str, bool]] = []
+    matrix_peaks = {dt: p.value for dt, p in model.spec.units.get("matrix", {}).items()}
+    for idx, (f, dbytes) in enumerate(zip(facts, dram, strict=True)):
+        mem = dbytes / bw
+        dram_load = (Load(resource="dram", unit="dram", work=dbytes, rate=bw),) if dbytes > 0 else ()
+        work = f.work
+        if not f.priced:
+            nodes.append(NodeBound(**f.common, memory_time=mem, dram_bytes=dbytes, compute_dtype=None,
+                                   effectual_fraction=1.0, compute_known=f.compute_known, unpriced=(),
+                                   loads=dram_load, matrix_time=0.0, vector_time=0.0, special_time=0.0, time=mem,
+                                   bottleneck="memory" if mem > 0 else "none"))
+            continue
+        plan = model.plan(pplan.operands_on(idx, matrix_peaks) or f.dtypes)
+        rule = _rule(plan, work[MATRIX], pplan, idx)
+        if rule:
+            repriced.append((idx, plan.compute_dtype, "fp32->tf32" in rule))
+        frac = f.frac
         loads: dict[str, Load] = {}
         missing: list[str] = []
         for kind in (MATRIX, VECTOR, SPECIAL):
@@ -116,6 +140,7 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
                 continue
             route = plan.routes[kind]
             if isinstance(route, str):
+                node = g.nodes[idx]
                 raise BoundError(f"node {node.name!r} ({WORK_KINDS[kind]} work in {plan.compute_dtype}): {route}")
             if route is None:
                 missing.append(WORK_KINDS[kind])
@@ -137,11 +162,11 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
                 st += ld.work / ld.rate
         t, bn = time_and_bottleneck(mt, vt, st, mem)
         if missing:
-            unpriced.extend((node.name, k) for k in missing)
-        nodes.append(NodeBound(**common, compute_dtype=plan.compute_dtype, effectual_fraction=frac,
-                               compute_known=True, unpriced=tuple(missing), loads=tuple(loads.values()) + dram_load,
-                               matrix_time=mt, vector_time=vt, special_time=st, time=t, bottleneck=bn,
-                               precision=rule))
+            unpriced.extend((f.common["name"], k) for k in missing)
+        nodes.append(NodeBound(**f.common, memory_time=mem, dram_bytes=dbytes, compute_dtype=plan.compute_dtype,
+                               effectual_fraction=frac, compute_known=True, unpriced=tuple(missing),
+                               loads=tuple(loads.values()) + dram_load, matrix_time=mt, vector_time=vt,
+                               special_time=st, time=t, bottleneck=bn, precision=rule))
     return Priced(tuple(nodes), tuple(notes), tuple(unpriced), tuple(repriced))
 
 
@@ -223,5 +248,5 @@ def unfused_time(nodes: Sequence[NodeBound]) -> float:
     return _sum(n.time for n in nodes)
 
 
-__all__ = ["UNFUSED_NOTE", "Priced", "fused_fidelity", "headroom", "price_nodes", "resources", "totals",
-           "unfused_fidelity", "unfused_time", "unit_totals"]
+__all__ = ["UNFUSED_NOTE", "NodeFacts", "Priced", "fused_fidelity", "headroom", "node_facts", "price_nodes",
+           "resources", "totals", "unfused_fidelity", "unfused_time", "unit_totals"]
