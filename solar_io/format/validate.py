@@ -8,11 +8,15 @@ arity, reduce rules and output indexing per node kind; scans (``scan``) and scat
 inputs/weights/constants never produced, outputs/intermediates produced exactly once and
 before they are read (nodes are in topological order; a cycle is named as such); and that a
 graph of version 1.0 uses nothing newer (fields, uses and map operators of 1.1).
+
+This module runs the checks and holds those of each node kind; the checks of accesses and their
+index bounds are :mod:`.validate_index`'s, those of the dataflow :mod:`.validate_dataflow`'s (both
+mixed into the one validator).
 """
 
 from __future__ import annotations
 
-from ..affine import Access, AffineExpr, Indirect
+from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
 from ..graph import PHASES, Graph, Node
@@ -20,9 +24,10 @@ from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
 from .kinds import fields_too_new
 from .repeat import checked as checked_repeats
+from .validate_dataflow import SOURCE_ROLES as SOURCE_ROLES  # re-exported: defined with the dataflow checks
+from .validate_dataflow import _DataflowChecks
+from .validate_index import _IndexChecks
 from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, VersionError, parse_version, too_new
-
-SOURCE_ROLES = ("input", "weight", "constant")
 
 
 def validate(g: Graph) -> list[Issue]:
@@ -31,7 +36,7 @@ def validate(g: Graph) -> list[Issue]:
     return v.issues
 
 
-class _Validator:
+class _Validator(_IndexChecks, _DataflowChecks):
     def __init__(self, g: Graph):
         self.g = g
         self.issues: list[Issue] = []
@@ -244,168 +249,3 @@ class _Validator:
             self.err(path + ("outputs",), f"node {n.name}: an opaque node must write at least one tensor")
         if not (n.reason or "").strip():
             self.err(path + ("reason",), f"node {n.name}: say why the op is opaque")
-
-    # ------------------------------------------------------------------ indexing
-    def _is_index_input(self, n: Node, tensor: str) -> bool:
-        return any(isinstance(e, Indirect) and e.tensor == tensor
-                   for a in n.inputs + n.outputs[:1] if a.index for e in a.index)
-
-    def _reduced(self, n: Node) -> list[str]:
-        out = n.outputs[0]
-        used = {e.terms[0][0] for e in out.index or () if isinstance(e, AffineExpr) and e.is_rank()}
-        return [r for r in n.space if r not in used]
-
-    def _numel(self, tensor: str) -> int:
-        out = 1
-        for s in self.g.shape(tensor):
-            out *= s
-        return out
-
-    def _indexed(self, path: tuple, n: Node) -> None:
-        space = set(n.space)
-        if len(space) != len(n.space):
-            self.err(path + ("space",), f"node {n.name}: a rank appears twice in the space")
-        input_names = {a.tensor for a in n.inputs}
-        for t, dims in n.pad:
-            if t not in input_names:
-                self.err(path + ("pad", t), f"node {n.name}: pad names {t!r}, which the node does not read")
-            for r, _, _ in dims:
-                if t in self.tensors and r not in self.tensors[t].ranks:
-                    self.err(path + ("pad", t, r), f"node {n.name}: {r} is not a rank of {t}")
-        for j, a in enumerate(n.inputs):
-            self._access(path + ("inputs", j), n, a, space, input_names)
-        o = n.outputs[0]
-        opath = path + ("output",)
-        if o.index is None:
-            self.err(opath, f"node {n.name}: write the output with its index, e.g. {o.tensor}[...]")
-            return
-        t = self.tensors[o.tensor]
-        if len(o.index) != len(t.ranks):
-            self.err(opath, f"node {n.name}: output {o.tensor} has {len(t.ranks)} dims, index has {len(o.index)}")
-            return
-        seen: set[str] = set()
-        # A scatter writes only the elements it selects: its plain ranks may cover part of a dimension.
-        scatter = self._indirect_output(n)
-        for d, e in enumerate(o.index):
-            if isinstance(e, Indirect) and n.kind == "einsum":
-                src = self.tensors.get(e.tensor)
-                if e.tensor not in input_names or e.tensor == o.tensor or src is None:
-                    self.err(opath, f"node {n.name}: @{e.tensor} must name an input of this node")
-                elif DTYPES[src.dtype].family not in ("int", "uint"):
-                    self.err(opath, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
-                continue
-            if not (isinstance(e, AffineExpr) and e.is_rank()):
-                self.err(opath, f"node {n.name}: output index {e} must be a plain rank of the space"
-                         + (" or @t (a scatter)" if n.kind == "einsum" else ""))
-                continue
-            r = e.terms[0][0]
-            if r not in space or r in seen:
-                self.err(opath, f"node {n.name}: output index {r} must be a distinct rank of the space")
-                continue
-            seen.add(r)
-            want = self.sizes[t.ranks[d]]
-            if scatter and self.sizes[r] > want:
-                self.err(opath, f"node {n.name}: output {o.tensor} dim {d} ({t.ranks[d]}={want}) is indexed "
-                         f"by {r}={self.sizes[r]}, beyond its extent")
-            elif not scatter and self.sizes.get(r) != want:
-                self.err(opath, f"node {n.name}: output {o.tensor} dim {d} ({t.ranks[d]}={want}) is indexed "
-                         f"by {r}={self.sizes.get(r)}; every output element must be written once")
-
-    def _access(self, path: tuple, n: Node, a: Access, space: set[str], input_names: set[str]) -> None:
-        t = self.tensors[a.tensor]
-        if a.index is None:
-            self.err(path, f"node {n.name}: read {a.tensor} with an index, e.g. {a.tensor}[...]")
-            return
-        if len(a.index) != len(t.ranks):
-            self.err(path, f"node {n.name}: {a.tensor} has {len(t.ranks)} dims {list(t.ranks)}, "
-                     f"index has {len(a.index)}")
-            return
-        pad = n.pad_of(a.tensor)
-        for d, e in enumerate(a.index):
-            dim = t.ranks[d]
-            if isinstance(e, Indirect):
-                src = self.tensors.get(e.tensor)
-                if e.tensor not in input_names or e.tensor == a.tensor or src is None:
-                    self.err(path, f"node {n.name}: @{e.tensor} must name another input of this node")
-                elif DTYPES[src.dtype].family not in ("int", "uint"):
-                    self.err(path, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
-                continue
-            missing = [r for r in e.ranks if r not in space]
-            if missing:
-                self.err(path, f"node {n.name}: {a} uses {', '.join(missing)}, not in the space {list(n.space)}")
-                continue
-            lo, hi = e.bounds(self.sizes)
-            plo, phi = pad.get(dim, (0, 0))
-            extent = self.sizes[dim]
-            if lo < -plo or hi > extent - 1 + phi:
-                padded = f" with pad [{plo}, {phi}]" if (plo or phi) else ""
-                self.err(path, f"node {n.name}: index {e} of {a.tensor} dim {dim} spans [{lo}, {hi}], outside "
-                         f"[{-plo}, {extent - 1 + phi}] (size {extent}{padded})")
-
-    # ------------------------------------------------------------------ dataflow
-    def dataflow(self) -> None:
-        g = self.g
-        producer: dict[str, int] = {}
-        for i, n in enumerate(g.nodes):
-            for a in n.outputs:
-                if a.tensor in producer:
-                    self.err(("nodes", i), f"node {n.name}: tensor {a.tensor} is already produced by node "
-                             f"{g.nodes[producer[a.tensor]].name}; every tensor is produced once")
-                else:
-                    producer[a.tensor] = i
-        readers: dict[str, int] = {}
-        late: list[tuple[int, str]] = []
-        for i, n in enumerate(g.nodes):
-            for a in n.inputs:
-                readers[a.tensor] = readers.get(a.tensor, 0) + 1
-                p = producer.get(a.tensor)
-                if p is not None and p >= i:
-                    late.append((i, a.tensor))
-        for i, tensor in late:
-            cycle = self._cycle(producer, i)
-            n = g.nodes[i]
-            if cycle:
-                self.err(("nodes", i), f"cycle: {' -> '.join(cycle)}; the graph must be a DAG")
-            elif producer[tensor] == i:
-                self.err(("nodes", i), f"node {n.name} reads its own output {tensor}")
-            else:
-                self.err(("nodes", i), f"node {n.name} reads {tensor} before node "
-                         f"{g.nodes[producer[tensor]].name} produces it; list nodes in topological order")
-        for i, t in enumerate(g.tensors):
-            p = producer.get(t.name)
-            if t.role in SOURCE_ROLES and p is not None:
-                self.err(("tensors", i, "role"), f"tensor {t.name} has role {t.role} but node "
-                         f"{g.nodes[p].name} produces it; use role intermediate or output")
-            elif t.role in ("output", "intermediate") and p is None:
-                self.err(("tensors", i, "role"), f"tensor {t.name} has role {t.role} but no node produces it")
-            elif t.role == "intermediate" and t.name not in readers:
-                self.err(("tensors", i, "role"), f"intermediate tensor {t.name} is never read; make it an "
-                         "output or remove it")
-            elif t.role in ("input", "weight") and t.name not in readers:
-                self.warn(("tensors", i), f"{t.role} tensor {t.name} is never read")
-        for r, size in g.validation.reduced_ranks:
-            if r not in self.sizes:
-                self.err(("validation", "reduced_ranks", r), f"rank {r} is not declared in ranks")
-            elif size > self.sizes[r]:
-                self.err(("validation", "reduced_ranks", r), f"reduced size {size} of {r} exceeds its size "
-                         f"{self.sizes[r]}")
-        if not any(t.role == "output" for t in g.tensors):
-            self.err(("tensors",), "the graph has no tensor with role output")
-
-    def _cycle(self, producer: dict[str, int], start: int) -> list[str] | None:
-        """Node names on a cycle through node ``start``, if there is one."""
-        nodes = self.g.nodes
-        stack = [(start, [nodes[start].name])]
-        seen = set()
-        while stack:
-            i, trail = stack.pop()
-            for a in nodes[i].inputs:
-                p = producer.get(a.tensor)
-                if p is None:
-                    continue
-                if p == start:
-                    return trail + [nodes[start].name] if p != i else None
-                if p not in seen:
-                    seen.add(p)
-                    stack.append((p, trail + [nodes[p].name]))
-        return None
