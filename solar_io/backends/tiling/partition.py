@@ -277,8 +277,10 @@ def _alternative(view: GraphTraffic, units: list[tuple[float, ...]], capacity: f
     def build() -> BranchGroups:
         seg = v2.memo(("segments", capacity, bound, max_group, time_limit, GENERATION[0]),
                       lambda: Segments(v2.graph, v2.metrics, v2, capacity, bound, max_group, time_limit, True))
-        return BranchGroups(seg, v2.memo(("credit", runs), lambda: Credit(v2, runs)), order, v2.spans, max_group,
-                            held, runs)
+        credit = v2.memo(("credit", runs), lambda: Credit(v2, runs))
+        plan = v2.memo(("branch plan", max_group, runs),  # which groups, and which are one analysis: any S
+                       lambda: BranchGroups.plan(seg, credit, order, v2.spans, max_group, runs))
+        return BranchGroups(seg, credit, order, v2.spans, max_group, held, runs, plan)
 
     groups = v2.memo(("branch groups", capacity, bound, max_group, time_limit, held, GENERATION[0]), build)
     return Alternative(groups, units2)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from solar_io.affine import Indirect
 from solar_io.graph import Graph, Node
@@ -172,6 +173,17 @@ def cuts(order: Sequence[int]) -> list[bool]:
     return out
 
 
+@dataclass(frozen=True)
+class BranchPlan:
+    """The capacity-independent part of :class:`BranchGroups`: the common cuts, the first group of each
+    distinct analysis (context and credit signature) in the search's order, and every group weighed
+    ``(first, last, analysis)``."""
+
+    cut: list[bool]
+    first: tuple[tuple[int, int], ...]
+    groups: tuple[tuple[int, int, int], ...]
+
+
 class BranchGroups:
     """The branch order's candidate groups at one capacity, for the partition (:mod:`.partition`);
     chip-independent, so kept per graph and capacity.
@@ -188,9 +200,30 @@ class BranchGroups:
     (:class:`.partition.Credit`); ``held``: what on-chip memory may keep between groups."""
 
     def __init__(self, seg, credit, order: Sequence[int], spans: Sequence[tuple[int, int]],  # noqa: ANN001
-                 max_group: int, held: float, runs: tuple[range, ...]) -> None:
+                 max_group: int, held: float, runs: tuple[range, ...], plan: BranchPlan | None = None) -> None:
+        """``plan``: :meth:`plan` of the same graph, order and runs (capacity-independent; built when None)."""
         self.seg, self.credit, self.order, self.held = seg, credit, order, held
-        self.cut = cut = cuts(order)
+        if plan is None:
+            plan = self.plan(seg, credit, order, spans, max_group, runs)
+        self.cut = plan.cut
+        self.by_end: dict[int, list[tuple[int, float, object]]] = {}  # last position -> [(first, Q, span)]
+        self.candidates: list[tuple[int, int, float]] = []  # (first, last position, Q): the inverse's
+        answers: list[tuple[float, object] | None] = []  # groups of repeated layers: one analysis
+        for i, j in plan.first:
+            s = seg.span(i, j)
+            answers.append(None if s is None else (s.traffic - credit.of(i, j, held), s))
+        for i, j, k in plan.groups:
+            got = answers[k]
+            if got is None:
+                continue
+            self.by_end.setdefault(j, []).append((i, got[0], got[1]))
+            self.candidates.append((i, j, got[0]))
+
+    @classmethod
+    def plan(cls, seg, credit, order: Sequence[int], spans: Sequence[tuple[int, int]], max_group: int,  # noqa: ANN001
+             runs: tuple[range, ...]) -> BranchPlan:
+        """Which groups the search weighs and which of them are one analysis, at every capacity."""
+        cut = cuts(order)
         # prefix counts of the positions p whose node reads what the node at p - 1 writes, the two not
         # neighbours in the file: the chains the branch order joins
         nodes = seg.g.nodes
@@ -203,10 +236,10 @@ class BranchGroups:
         for i, j in spans:
             if j - i + 1 > max_group and any(i in r and j in r for r in runs):
                 long.setdefault(j, []).append(i)
-        self.by_end: dict[int, list[tuple[int, float, object]]] = {}  # last position -> [(first, Q, span)]
-        self.candidates: list[tuple[int, int, float]] = []  # (first, last position, Q): the inverse's
-        ctx, sig = seg.structure.context, self._signatures(seg, credit, runs, max_group)
-        answers: dict[tuple, tuple[float, object] | None] = {}  # groups of repeated layers: one analysis
+        ctx, sig = seg.structure.context, cls._signatures(seg, credit, runs, max_group)
+        keys: dict[tuple, int] = {}
+        first: list[tuple[int, int]] = []
+        groups: list[tuple[int, int, int]] = []
         for run in runs:
             for j in run:
                 lo = max(run.start, j - max_group + 1)
@@ -217,14 +250,12 @@ class BranchGroups:
                     if (cut[i] and cut[j + 1]) or (i < j and joined[j + 1] == joined[i + 1]):
                         continue  # the file's group of the same nodes, or a group joining no chain
                     key = (ctx[i:j + 1], tuple(sig[i:j + 1])) if j - i < max_group else (i, j)
-                    got = answers.get(key, False)
-                    if got is False:
-                        s = seg.span(i, j)
-                        got = answers[key] = None if s is None else (s.traffic - credit.of(i, j, held), s)
-                    if got is None:
-                        continue
-                    self.by_end.setdefault(j, []).append((i, got[0], got[1]))
-                    self.candidates.append((i, j, got[0]))
+                    k = keys.get(key)
+                    if k is None:
+                        k = keys[key] = len(first)
+                        first.append((i, j))
+                    groups.append((i, j, k))
+        return BranchPlan(cut, tuple(first), tuple(groups))
 
     @staticmethod
     def _signatures(seg, credit, runs: tuple[range, ...], window: int) -> list:  # noqa: ANN001
@@ -282,4 +313,4 @@ class Alternative:
                 self.back[j + 1] = (i, j, compute, t, s)
 
 
-__all__ = ["Alternative", "BranchGroups", "block_dependencies", "branch_order", "cuts", "regions"]
+__all__ = ["Alternative", "BranchGroups", "BranchPlan", "block_dependencies", "branch_order", "cuts", "regions"]
