@@ -225,7 +225,7 @@ def _tensors(v: Any, key: str, axes: dict[str, Axis], file: str) -> dict[str, Te
         if "shape" not in spec:
             raise _fail(file, f"{where}.shape", "missing (a list of axis names, [] for 0-d, null for a scalar)")
         dt = spec.get("dtype")
-        if dt not in DEFINITION_DTYPES:
+        if not isinstance(dt, str) or dt not in DEFINITION_DTYPES:  # a list or object is no dtype name either
             raise _fail(file, f"{where}.dtype", f"unknown dtype {dt!r}; known: {', '.join(DEFINITION_DTYPES)}")
         shape = spec["shape"]
         if shape is None:

@@ -90,6 +90,9 @@ def test_axes_of_each_kind_resolve_expr_of_expr():
     (lambda d: d["axes"].update(X={"type": "konst"}), "axes.X.type", "must be one of const, var, expr"),
     (lambda d: d["axes"].update(X={"type": "const", "value": 2.5}), "axes.X.value", "non-negative integer"),
     (lambda d: d["inputs"]["A"].update(dtype="float12"), "inputs.A.dtype", "unknown dtype 'float12'"),
+    # found by the fuzz test's explore profile: a list as dtype was a TypeError (unhashable), not this line
+    (lambda d: d["inputs"]["A"].update(dtype=[]), "inputs.A.dtype", r"unknown dtype \[\]"),
+    (lambda d: d["inputs"]["A"].update(dtype={"a": 1}), "inputs.A.dtype", "unknown dtype"),
     (lambda d: d["inputs"]["A"].update(shape=["M", "Z"]), r"inputs.A.shape\[1\]", "'Z' is not an axis"),
     (lambda d: d["constraints"].append("M ==== 2"), r"constraints\[2\]", "does not parse"),
     (lambda d: d["inputs"]["A"].update(shape=["M", "K * Q"]), r"inputs.A.shape\[1\]", "names Q, not an axis"),
