@@ -19,6 +19,10 @@ from typing import Any
 #: below 2**63; a rank of 2**62 leaves room for a stride or an offset beside it.
 MAX_RANK_SIZE = 2**62
 MAX_INDEX_SPACE = 2**63
+#: Most nodes (or tensors) a file may unroll to through repeat blocks: the graph in memory is the
+#: unrolled one (about a kilobyte an item), so 2**21 items is about 2 GB; a file of plain items is
+#: held to its byte size instead (SOLAR_IO_MAX_BYTES), a repeat count is not.
+MAX_UNROLLED_ITEMS = 2**21
 
 
 #: Data values, which may be any float (NaN from uninitialised memory, -inf for max-pool padding or

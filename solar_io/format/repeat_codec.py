@@ -20,6 +20,7 @@ from typing import Any
 from ..affine import Access
 from ..graph import Node, Repeat
 from .kinds import REPEAT_SINCE
+from .limits import MAX_UNROLLED_ITEMS
 from .repeat import SLOT, VAR_RE, instances, slots, tokens
 from .versioning import too_new
 
@@ -59,6 +60,12 @@ def _template_node(n: Node) -> Node:
     return replace(n, **changes)
 
 
+def body_len(d: dict, items: str) -> int:
+    """How many items a block's body lists (0 when it holds none or no list)."""
+    body = d.get(items)
+    return len(body) if isinstance(body, list) else 0
+
+
 def decode_block(dec: Any, raw: dict, path: tuple, items: str, at: int,
                  decode_item: Callable[[Any, tuple], Any]) -> Repeat | None:
     """The block ``raw`` of the ``items`` list (``"nodes"`` or ``"tensors"``) whose first instance
@@ -79,6 +86,11 @@ def decode_block(dec: Any, raw: dict, path: tuple, items: str, at: int,
         dec.err(path + ("count",), f"repeat count must be >= 1, got {nums['count']}")
     if nums["step"] == 0:
         dec.err(path + ("step",), "repeat step must be non-zero")
+    size = body_len(d, items)
+    if nums["count"] is not None and at + nums["count"] * size > MAX_UNROLLED_ITEMS:
+        dec.err(path + ("count",), f"{nums['count']} instances of {size} {items} unroll past "
+                f"{MAX_UNROLLED_ITEMS} {items} (the graph in memory is unrolled)")
+        return None
     other = "tensors" if items == "nodes" else "nodes"
     if other in d:
         dec.err(path + (other,), f"a repeat block in the {items} list holds {items}, not {other}")

@@ -91,6 +91,9 @@ def test_a_block_that_no_longer_describes_its_nodes_is_written_node_by_node():
         solar_io.loads(GOLDEN.read_text(encoding="utf-8").replace("count: 3", "count: 0", 1))
     with pytest.raises(GraphError, match="var"):
         solar_io.loads(GOLDEN.read_text(encoding="utf-8").replace("var: t", "var: B", 1))
+    # a count that would unroll past the in-memory cap is refused at once (it hung, expanding 3e11 tensors)
+    with pytest.raises(GraphError, match=r"repeat\.count: 100000000000 instances of 3 tensors unroll past 2097152"):
+        solar_io.loads(GOLDEN.read_text(encoding="utf-8").replace("count: 3", "count: 100000000000", 1))
 
 
 def test_a_backwards_block():
