@@ -20,6 +20,7 @@ from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
 from ..graph import PHASES, Graph, Node
+from ..metrics import UNCHARGED
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
 from .kinds import fields_too_new
@@ -87,6 +88,11 @@ class _Validator(_IndexChecks, _DataflowChecks):
         for j, u in enumerate(g.validation.unchecked):
             if u.node not in names:
                 self.err(("validation", "unchecked", j, "node"), f"unchecked node {u.node!r} is not a graph node")
+        for j, a in enumerate(g.assumptions):  # work left uncharged must name nodes
+            for k, v in a.values:
+                stray = [n for n in (v if isinstance(v, tuple) else (v,)) if str(n) not in names]
+                if k == UNCHARGED and stray:
+                    self.err(("assumptions", j, "values", k), f"uncharged node {stray[0]!r} is not a graph node")
         self.dataflow()
 
     # ------------------------------------------------------------------ per node

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from paths import TESTS
 
 from solar_io import GraphError, loads
 
@@ -185,3 +186,18 @@ def test_attrs_and_pad_keys_are_checked():
     assert "attrs map string names" in problems(text)
     assert "must be a string name" in problems(text.replace("attrs: {1: a}", "pad: {1: {A: [0, 0]}}"))
     assert "bad index expression" in problems(text.replace("x[A, B]'], output", "x[A, B + \u0663]'], output"))
+
+
+def test_uncharged_work_names_graph_nodes():
+    """An assumption's ``uncharged_work`` (nodes charged no compute: metrics.UNCHARGED) must name nodes
+    of the graph: a typo would leave the listed work charged while the file says otherwise."""
+    from dataclasses import replace
+
+    from solar_io import load, validate
+    from solar_io.graph import Assumption
+
+    g = load(TESTS / "golden" / "v1.3" / "training_kernels_assumptions.yaml")
+    listed = lambda *names: replace(g, assumptions=(Assumption("training", "x", "y", (("uncharged_work", names),)),))  # noqa: E731
+    assert not [i for i in validate(listed(g.nodes[0].name)) if "uncharged" in i.message]
+    assert [i.message for i in validate(listed(g.nodes[0].name, "nope")) if "uncharged" in i.message] == [
+        "uncharged node 'nope' is not a graph node"]
