@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from agent_fixtures import _isolated, _unjailed_where_no_jail  # noqa: F401  (autouse fixtures)
 from paths import TESTS
 
 from solar_io.format.files import dumps, load, loads
@@ -24,22 +25,6 @@ HERE = TESTS / "agent_replays"
 KEY = "sk-ant-test-SECRET-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def _unjailed_where_no_jail(monkeypatch):
-    """Where the jail is absent (tests/frontends/agent/test_agent_jail.py then skips, saying why), these tests of
-    the translation loop run the programs unjailed, as --unsafe-exec would."""
-    from solar_io.frontends.agent import fallback, jail, sandbox, translate
-
-    if not jail.status().ok:
-        for mod in (sandbox, translate, fallback):
-            monkeypatch.setattr(mod, "require_jail", lambda unsafe=False: jail.status())
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOLAR_IO_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("SOLAR_IO_AGENT_REPLAY", raising=False)
 
 
 def _replies(name: str) -> list[dict]:

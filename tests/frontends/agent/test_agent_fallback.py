@@ -17,6 +17,7 @@ from solar_io.frontends.agent.translate import extract_code
 
 torch = pytest.importorskip("torch")
 
+from agent_fixtures import _isolated, _unjailed_where_no_jail  # noqa: E402, F401  (autouse fixtures)
 from paths import TESTS  # noqa: E402
 
 from solar_io.frontends.torch import capture_file  # noqa: E402
@@ -26,22 +27,6 @@ MODEL = HERE / "custom_op_torch.py"
 REPLIES = HERE / "custom_op_torch_mismatch_then_fix.json"
 
 
-@pytest.fixture(autouse=True)
-def _unjailed_where_no_jail(monkeypatch):
-    """Where the jail is absent (tests/frontends/agent/test_agent_jail.py then skips, saying why), these tests of
-    the translation loop run the programs unjailed, as --unsafe-exec would."""
-    from solar_io.frontends.agent import fallback, jail, sandbox, translate
-
-    if not jail.status().ok:
-        for mod in (sandbox, translate, fallback):
-            monkeypatch.setattr(mod, "require_jail", lambda unsafe=False: jail.status())
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOLAR_IO_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("SOLAR_IO_AGENT_REPLAY", raising=False)
 
 
 @pytest.fixture(scope="module")
