@@ -35,13 +35,13 @@ every row that keeps anything; counting them as skippable only lowers the bound)
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
+from ...common.masks import MaskFact, fact_of_keep, one_key_per_row
 from ..tables import TABLES
 
 #: Masks (and their ancestors) of more elements than this are not evaluated (their values count as unknown).
@@ -49,23 +49,6 @@ LIMIT = 1 << 27
 
 _RANDOM = ("rand", "randn", "randint", "normal", "uniform", "bernoulli", "multinomial", "randperm", "exponential",
            "random", "cauchy", "log_normal", "geometric", "poisson", "dropout")
-
-
-@dataclass(frozen=True)
-class MaskFact:
-    """``kept`` of ``total`` mask entries, whether from the mask's values (``known``) or the least any
-    mask keeps; ``unattended`` key positions no query keeps (their K/V are still charged); ``why``
-    names the input a mask of unknown values is computed from."""
-
-    kept: int
-    total: int
-    known: bool
-    unattended: int = 0
-    why: str = ""
-
-    @property
-    def fraction(self) -> float:
-        return self.kept / self.total
 
 
 class _Unknown(Exception):
@@ -174,7 +157,7 @@ def mask_fact(mask: Any) -> MaskFact:
         lo, _ = _range(mask, {}, {})
         if val.dtype == torch.bool and lo >= 1 or val.dtype != torch.bool and lo > torch.finfo(val.dtype).min:
             return MaskFact(total, total, False, why=f"{e}; every value is at least {lo:g}, none masked")
-        return MaskFact(total // int(val.shape[-1]), total, False, why=str(e))
+        return one_key_per_row(total, int(val.shape[-1]), str(e))
     total = int(values.numel())
     base = values
     for d in range(values.dim() - 1):  # a broadcast (stride-0) lead dim repeats the rest: count it once
@@ -182,10 +165,7 @@ def mask_fact(mask: Any) -> MaskFact:
             base = base.narrow(d, 0, 1)
     with torch.no_grad():
         keep = base if base.dtype == torch.bool else base > torch.finfo(base.dtype).min
-        keep = keep.reshape(-1, int(values.shape[-1]))
-        unattended = int((~keep.any(dim=0)).sum())
-        kept = int(keep.sum()) * (total // int(base.numel()))
-    return MaskFact(kept, total, True, unattended)
+        return fact_of_keep(keep.numpy(), repeat=total // int(base.numel()))
 
 
 def _selftest() -> bool:
