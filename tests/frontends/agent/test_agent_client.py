@@ -3,11 +3,15 @@ no network."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 
-pytest.importorskip("anthropic")
+# find_spec, not importorskip: importing the SDK takes ~6 s, paid at collection by every pytest worker;
+# AnthropicClient imports it when a test here first builds one.
+if importlib.util.find_spec("anthropic") is None:
+    pytest.skip("the anthropic SDK is not installed (extra: llm)", allow_module_level=True)
 try:  # recent anthropic SDKs use httpx2, older ones httpx
     import httpx2 as httpx
 except ImportError:
