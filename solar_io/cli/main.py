@@ -6,6 +6,7 @@ non-zero; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import re
@@ -325,10 +326,20 @@ def _usage_error(e, err) -> int:  # noqa: ANN001
     return e.exit_code
 
 
+#: Commands run without Python's cyclic garbage collector when ``main`` is the process's entry point (no
+#: ``argv``: the console script, ``python -m solar_io``). Their objects (the graph, its traffic model, the
+#: reports) live until the process exits, so the collector's passes free nothing; after a load it scans
+#: every object twice (~1M for a 2k-node graph: 0.1-0.2 s of a 1.4 s ``bound``; peak memory unchanged,
+#: 92 MB either way on the Llama-3-8B graph). ``main(argv)`` called in a longer process keeps it on.
+_NO_CYCLIC_GC = frozenset({"bound", "check"})
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, turning user errors into one line and exit 1."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    if argv is None and _command_of(args) in _NO_CYCLIC_GC:
+        gc.disable()  # a process of its own that ends with the command: see _NO_CYCLIC_GC
     err = sys.stderr  # --quiet filters sys.stderr for the command; errors go here
     try:
         with warnings.catch_warnings():
