@@ -57,8 +57,12 @@ def test_violation_is_reported_with_nodes(cli, slow_chip, tmp_path):
     assert case["status"] == "violation" and len(case["violations"]) == 3
 
 
-@pytest.mark.serial  # runs checked against a probe made on this machine: alone (Makefile)
-def test_failures_and_skips_never_stop_the_rest(cli, cpu_spec, tmp_path):
+# Plumbing, not the bound: the shipped H100 spec (any run on this CPU is far slower than its SOL), so
+# no probe and no quiet machine; the zero-violation test below holds runs to this machine's probe.
+FAST_CHIP = "h100-sxm"
+
+
+def test_failures_and_skips_never_stop_the_rest(cli, tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()
     shutil.copy(MODELS / "small_softmax.py", folder / "a_good.py")
@@ -67,15 +71,15 @@ def test_failures_and_skips_never_stop_the_rest(cli, cpu_spec, tmp_path):
         "        raise RuntimeError('boom')\n\n\ndef get_inputs():\n    return [torch.ones(3)]\n")
     (folder / "c_syntax.py").write_text("import torch\ndef (:\n")
     shutil.copy(MODELS / "small_matmul.py", folder / "d_good.py")
-    res = cli("check-bounds", str(folder), "--hw", str(cpu_spec), "--repeats", "2", "--min-time", "0")
+    res = cli("check-bounds", str(folder), "--hw", FAST_CHIP, "--repeats", "2", "--min-time", "0")
     assert res.returncode == 2, res.stdout + res.stderr
     assert "4 models: 2 within every bound, 0 violations, 2 failed, 0 skipped" in res.stdout
     failed = [ln for ln in res.stderr.splitlines() if ln.startswith("FAILED")]
     assert len(failed) == 2 and "b_raises.py" in failed[0] and "c_syntax.py" in failed[1]
-    res = cli("check-bounds", str(folder / "d_good.py"), "--hw", str(cpu_spec), "--budget", "1KiB")
+    res = cli("check-bounds", str(folder / "d_good.py"), "--hw", FAST_CHIP, "--budget", "1KiB")
     assert res.returncode == 0 and "0 within every bound, 0 violations, 0 failed, 1 skipped" in res.stdout
     assert "SKIPPED" in res.stderr and "needs" in res.stderr
-    res = cli("check-bounds", str(tmp_path / "nope"), "--hw", str(cpu_spec))
+    res = cli("check-bounds", str(tmp_path / "nope"), "--hw", FAST_CHIP)
     assert res.returncode == 1 and res.stderr.strip() == f"error: {tmp_path / 'nope'}: no such file or folder"
 
 
@@ -104,10 +108,9 @@ def test_tables_geomean_and_csv():
     assert float(rows[0]["headroom_fused"]) == 8.0 and rows[2]["headroom_fused"] == ""
 
 
-@pytest.mark.serial  # runs checked against a probe made on this machine: alone (Makefile)
-def test_report_folder(cli, cpu_spec, tmp_path):
+def test_report_folder(cli, tmp_path):
     out = tmp_path / "report"
-    res = cli("report", str(MODELS), "-o", str(out), "--hw", str(cpu_spec), "--repeats", "2")
+    res = cli("report", str(MODELS), "-o", str(out), "--hw", FAST_CHIP, "--repeats", "2")
     assert res.returncode == 0, res.stderr
     md = (out / "report.md").read_text()
     rows = list(csv.DictReader((out / "report.csv").read_text().splitlines()))
