@@ -26,6 +26,7 @@ from math import prod
 from ...affine import Access, AffineExpr, parse_expr
 from ...format.kernels import declare_kernels
 from ...graph import Graph, Node, Producer, Scalar, Tensor, Validation
+from .contract import contract_products
 from .repeat_build import blocks
 
 _FAMILY = re.compile(r"^(.*?)(\d*)$")
@@ -266,8 +267,10 @@ class GraphBuilder:
 
     # ------------------------------------------------------------------ result
     def build(self, outputs: Sequence[str], *, name: str | None = None, producer: Producer | None = None,
-              validation: Validation | None = None) -> Graph:
-        """The finished graph: ``outputs`` get role output, dead nodes and unread sources are dropped.
+              validation: Validation | None = None, contract: bool = True) -> Graph:
+        """The finished graph: ``outputs`` get role output, dead nodes and unread sources are dropped,
+        and (``contract``) each broadcast product summed over ranks becomes one contraction
+        (:mod:`.contract`).
 
         An output that is a source tensor or repeats an earlier output is first copied into
         a tensor of its own (a graph output is written by exactly one node).
@@ -285,6 +288,9 @@ class GraphBuilder:
             self.tensors[o].role = "output"
         self.output_names = outs
         nodes = _live(self.nodes, set(outs))
+        if contract:
+            immediates = {t.name for t in self.tensors.values() if t.value is not None}
+            nodes = contract_products(nodes, set(outs), self.sizes, immediates)
         read = {a.tensor for n in nodes for a in n.inputs} | {a.tensor for n in nodes for a in n.outputs}
         tensors = []
         for t in self.tensors.values():
