@@ -47,6 +47,7 @@ are searched (not ``scan``/``while`` bodies).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -58,12 +59,13 @@ from jax.extend import core as jcore
 
 from ...graph import Assumption
 from ...metrics import UNCHARGED
-from .attention_match import JITS, Region, find_regions
+from ..common.masks import MaskFact, fact_of_keep, one_key_per_row
+from .attention_match import JITS, Region, find_regions, indexed
 
 FORWARD = "solar_io_fused_attention_forward"
 BACKWARD = "solar_io_fused_attention_backward"
 
-_KEPT = re.compile(r"_kept_(\d+)_of_(\d+)$")
+_KEPT = re.compile(r"_kept_(\d+)_of_(\d+)(_unknown)?$")
 
 
 def kernel_of(eqn: Any) -> str | None:  # noqa: ANN401
@@ -74,65 +76,80 @@ def kernel_of(eqn: Any) -> str | None:  # noqa: ANN401
     return {FORWARD: "forward", BACKWARD: "backward"}.get(name)
 
 
-def kept_of(eqn: Any) -> tuple[int, int] | None:  # noqa: ANN401
-    """``(kept, all)`` score positions of a fused call whose mask is computed from indices (the
-    call's name carries them, :func:`kept_positions`), else None (every position is computed)."""
+def kept_of(eqn: Any) -> tuple[int, int, bool] | None:  # noqa: ANN401
+    """``(kept, all, known)`` score positions of a fused call with a mask (the call's name carries
+    them, :func:`kept_positions`; ``known``: from the mask's values, not the least a mask of unknown
+    values keeps), else None (every position is computed)."""
     m = _KEPT.search(str(eqn.params.get("name", "")))
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    return (int(m.group(1)), int(m.group(2)), m.group(3) is None) if m else None
 
 
-def _indexed(eqns: Sequence[Any]) -> bool:
-    """Whether an ``iota`` is among ``eqns`` (jitted sub-calls included)."""
-    return any(e.primitive.name == "iota" or (e.primitive.name in JITS and _indexed(e.params["jaxpr"].jaxpr.eqns))
-               for e in eqns)
+#: the most combinations of the unknown extras' extreme values tried per region (else one key per row)
+MAX_FILLS = 64
 
 
-def kept_positions(r: Region) -> tuple[int, int] | None:
-    """``(kept, all)`` positions of the scores ``x`` a kernel computes when ``mod`` holds a mask made
-    from indices (``iota``: causal, a sliding window), else None.
+def _fills(v: Any, lo: float, hi: float) -> list[Any]:  # noqa: ANN401
+    """The values an unknown extra ``v`` is tried at: its bounds (and 0 between them), as constant arrays."""
+    dt = np.dtype(v.aval.dtype)
+    vals = [lo, hi] + ([0.0] if lo < 0.0 < hi else [])
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        vals = [min(max(x, info.min), info.max) for x in vals]
+    return [np.full(v.aval.shape, x, dt) for x in dict.fromkeys(vals)]
 
-    A position is skipped when, for every value of the other extras tried (zeros or False, ones or
-    True, random), ``x`` there does not depend on the scores (two random score draws agree) and lies
-    at least 200 below the largest score-dependent ``x`` of its softmax row (its probability is below
-    ``e^-200``: zero in fp32), or its row has no score-dependent position. A flash kernel skips such
-    positions (a causal one skips the blocks above the diagonal), so the rest is the work that no
-    real run avoids.
+
+def kept_positions(r: Region) -> MaskFact | None:
+    """What the mask of ``r``'s ``mod`` keeps of the scores ``x``
+    (:class:`~solar_io.frontends.common.masks.MaskFact`), or None when it keeps every position.
+
+    A position is skipped when ``x`` there does not depend on the scores (two random score draws
+    agree) and lies at least 200 below the largest score-dependent ``x`` of its softmax row (its
+    probability is below ``e^-200``: zero in fp32), or its row has no score-dependent position. A
+    flash kernel skips such positions (a causal one skips the blocks above the diagonal), so the
+    rest is the work no real run avoids. The mask's part made from indices and the program's
+    constants (``iota``, ``jnp.array(range(T))``: causal, a sliding window, a numpy mask) is
+    evaluated; an extra of unknown values (a user's mask, a learned bias) is tried at its bounds
+    (``value_ranges``: [False, True] for a boolean, unbounded for a float) in every combination: a
+    position is kept when every combination keeps it, and a row that some combination keeps
+    keeps at least one key (``fact_of_keep``), so an unknown boolean mask is priced at one key
+    per query row, and a bias proven finite (``m * -2.0``) at every position.
 
     >>> import jax, jax.numpy as jnp
     >>> x = jnp.ones((1, 4, 1, 8))
     >>> f = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True)
-    >>> [kept_positions(r) for r in find_regions(jax.make_jaxpr(f)(x, x, x).jaxpr).values()]
-    [(10, 16)]
+    >>> [(m.kept, m.total, m.known) for r in find_regions(jax.make_jaxpr(f)(x, x, x).jaxpr).values()
+    ...  for m in [kept_positions(r)]]
+    [(10, 16, True)]
     """
-    if not _indexed(r.chain):
+    if not (r.extras or r.consts or indexed(r.chain)):
         return None
     s_aval, shape = r.qk.outvars[0].aval, tuple(r.x.aval.shape)
     rng = np.random.default_rng(0)
     draws = [rng.uniform(-1.0, 1.0, s_aval.shape).astype(s_aval.dtype) for _ in range(2)]
-    fills = []
-    for how in ("low", "high", "random"):
-        ex = []
-        for v in r.extras:
-            a = v.aval
-            if how == "random":
-                ex.append(rng.integers(0, 2, a.shape).astype(a.dtype))
-            else:
-                ex.append(np.full(a.shape, how == "high", a.dtype))
-        fills.append(ex)
+    choices = [_fills(v, lo, hi) for v, (lo, hi) in zip(r.extras, r.ranges, strict=True)]
+    keys = int(np.prod([shape[a] for a in r.axes]))
+    why = ", ".join(sorted({str(v.aval) for v in r.extras}))
+    if int(np.prod([len(c) for c in choices])) > MAX_FILLS:
+        return one_key_per_row(int(np.prod(shape)), keys, f"{len(r.extras)} extras of unknown values ({why})")
+    combos = [list(c) for c in itertools.product(*choices)]
 
-    def kept(s_a: Any, s_b: Any, fills: list[list[Any]]) -> Any:  # noqa: ANN401
-        keep = jnp.zeros(shape, bool)
-        for ex in fills:
+    def keep(s_a: Any, s_b: Any, combos: list[list[Any]]) -> Any:  # noqa: ANN401
+        must, can = jnp.ones(shape, bool), jnp.zeros(shape, bool)
+        for ex in combos:
             xa = _replay(r, s_a, ex).astype(jnp.float32)
             dep = xa != _replay(r, s_b, ex).astype(jnp.float32)
             top = jnp.max(jnp.where(dep, xa, -jnp.inf), axis=r.axes, keepdims=True)
-            keep = keep | dep | (jnp.any(dep, axis=r.axes, keepdims=True) & (xa > top - 200.0))
-        return jnp.sum(keep)
+            k = dep | (jnp.any(dep, axis=r.axes, keepdims=True) & (xa > top - 200.0))
+            must, can = must & k, can | k
+        return must, can
 
     with jax.ensure_compile_time_eval():
-        n = int(jax.jit(kept)(*draws, fills if r.extras else fills[:1]))
-    total = int(np.prod(shape))
-    return (n, total) if n < total else None
+        must, can = (np.asarray(a) for a in jax.jit(keep)(*draws, combos))
+    rows = [i for i in range(len(shape)) if i not in r.axes]
+    order = rows + list(r.axes)
+    must, can = (np.transpose(a, order).reshape(-1, keys) for a in (must, can))
+    fact = fact_of_keep(must, can if r.extras else None, why=f"extras of unknown values: {why}" if r.extras else "")
+    return fact if fact.kept < fact.total else None
 
 
 def _bind(eqn: Any, args: Sequence[Any]) -> list[Any]:  # noqa: ANN401
@@ -146,7 +163,8 @@ def _bind(eqn: Any, args: Sequence[Any]) -> list[Any]:  # noqa: ANN401
 
 def _replay(r: Region, s0: Any, extras: Sequence[Any]) -> Any:  # noqa: ANN401
     """``mod(s0, extras)``: the region's chain evaluated on new values."""
-    env = dict(zip(r.extras, extras, strict=True))
+    env = dict(r.consts)
+    env.update(zip(r.extras, extras, strict=True))
     env[r.qk.outvars[0]] = s0
     for e in r.chain:
         args = [v.val if isinstance(v, jcore.Literal) else env[v] for v in e.invars]
@@ -194,7 +212,7 @@ def fused(r: Region) -> Callable[..., Any]:
         return dq, dk, dv, tuple(d_extras)
 
     kept = kept_positions(r)
-    tag = "" if kept is None else f"_kept_{kept[0]}_of_{kept[1]}"
+    tag = "" if kept is None else f"_kept_{kept.kept}_of_{kept.total}" + ("" if kept.known else "_unknown")
     fwd_call, bwd_call = _named(forward, FORWARD + tag), _named(backward, BACKWARD + tag)
 
     @jax.custom_vjp
@@ -217,10 +235,10 @@ def fused(r: Region) -> Callable[..., Any]:
     return attention
 
 
-def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int]]] = (),
+def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int, bool]]] = (),
                      uncharged: Sequence[str] = ()) -> Assumption:
     """The ``training`` assumption recording that ``n`` attention calls were fused (module docstring);
-    ``masked``: (kernel, (kept, all) score positions) of the kernels whose mask is made from indices;
+    ``masked``: (kernel, (kept, all score positions, known)) of the kernels with a mask (:func:`kept_of`);
     ``uncharged``: the fused backwards' nodes that recompute the probabilities (charged no compute)."""
     detail = ("attention call(s) on the math path run as a fused forward (writes the output and the "
               "log-sum-exp rows, never the S x T probabilities) and a fused backward that recomputes the "
@@ -233,16 +251,21 @@ def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int]]] = (),
                    "path's work, which neither way of running beats")
         values.append((UNCHARGED, tuple(uncharged)))
     if masked:
-        detail += ("; a mask made from indices (causal) is computed in the kernel, which skips the positions it "
-                   "masks: the kernel's score tensors are declared at the kept fraction (tensor density)")
+        detail += ("; a kernel with a mask skips the positions it masks, so its score tensors are declared at the "
+                   "fraction of positions kept (tensor density): a mask made from indices and the program's "
+                   "constants (causal, a sliding window) is computed in the kernel and counted from its values; "
+                   "where part of the mask has values unknown at capture (a user's mask, a learned bias), a "
+                   "position counts only if every value within that part's bounds keeps it, and a query row at "
+                   "least one key (the least any mask with a defined softmax keeps)")
         values += [("masked_kernels", tuple(k for k, _ in masked)),
-                   ("kept_fraction", tuple(a / b for _, (a, b) in masked))]
+                   ("kept_fraction", tuple(m[0] / m[1] for _, m in masked)),
+                   ("mask_values", tuple("known" if m[2] else "unknown: least kept" for _, m in masked))]
     return Assumption("training", "attention", f"{n} {detail}", tuple(values))
 
 
 def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int]) -> list[Any]:  # noqa: ANN401
     """Evaluate ``jaxpr`` with every matched attention replaced by :func:`fused` (needed values only)."""
-    regions = find_regions(jaxpr)
+    regions = find_regions(jaxpr, consts)
     skip = {i for r in regions.values() for i in r.eqns} - set(regions)
     count[0] += len(regions)
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))

@@ -18,7 +18,7 @@ softmax, whatever computes ``c``), and ``p v`` must contract exactly ``A``; an e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,8 @@ class Region:
     axes: tuple[int, ...]   # softmax axes of ``x``
     extras: list[Any]       # variables ``mod`` reads that the region does not compute
     eqns: set[int]          # indices of every equation the region replaces (``pv`` included)
+    consts: dict[Any, Any] = field(default_factory=dict)  # constants of the program ``chain`` reads
+    ranges: list[tuple[float, float]] = field(default_factory=list)  # bounds on each extra's values
 
 
 def _pointwise(eqn: Any, allowed: frozenset[str]) -> bool:  # noqa: ANN401
@@ -111,7 +113,7 @@ def _descendants(jaxpr: Any, i: int, within: set[int]) -> set[int]:  # noqa: ANN
     return out
 
 
-def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int) -> Region | None:  # noqa: ANN401, C901
+def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int, consts: dict) -> Region | None:  # noqa: ANN401, C901
     pv = jaxpr.eqns[j]
     (lc, rc), _ = pv.params["dimension_numbers"]
     for side in (0, 1):
@@ -159,35 +161,133 @@ def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int) -> Region | N
             continue
         extras = list(dict.fromkeys(v for i in sorted(chain) for v in jaxpr.eqns[i].invars
                                     if isinstance(v, jcore.Var) and v not in inner))
-        made = set()  # extras computed from indices alone (a causal mask): the kernel makes them itself
-        for e in list(extras):
-            anc = _generated(jaxpr, prod, e)
-            if anc is not None:
+        made: set[int] = set()  # an extra's part made from indices and constants: the kernel makes it itself
+        leaves: list[Any] = []
+        for e in extras:
+            anc, unknown = _ancestry(jaxpr, prod, e, consts)
+            if not unknown or indexed([jaxpr.eqns[i] for i in anc]) or _reads(jaxpr, anc, consts):
                 made |= anc
-                extras.remove(e)
-        return Region(qk, pv, side, [jaxpr.eqns[i] for i in sorted(chain | made)], x, axes, extras, region)
+                leaves += unknown
+            else:
+                leaves.append(e)
+        steps = [jaxpr.eqns[i] for i in sorted(chain | made)]
+        used = {v: consts[v] for e in steps for v in e.invars if isinstance(v, jcore.Var) and v in consts}
+        return Region(qk, pv, side, steps, x, axes, list(dict.fromkeys(leaves)), region, used)
     return None
 
 
-def _generated(jaxpr: Any, prod: dict, v: Any) -> set[int] | None:  # noqa: ANN401
-    """The equations computing ``v`` when they read only literals and ``iota`` (pointwise or moving
-    data), else None."""
+def _ancestry(jaxpr: Any, prod: dict, v: Any, consts: dict) -> tuple[set[int], list[Any]]:  # noqa: ANN401
+    """(the pointwise and data-moving equations computing ``v``, ``iota`` included; the values they
+    start from that are neither literals nor the program's ``consts``: inputs, or results of other
+    equations)."""
     found: set[int] = set()
+    leaves: list[Any] = []
     todo = [v]
     while todo:
         u = todo.pop()
-        if isinstance(u, jcore.Literal):
+        if isinstance(u, jcore.Literal) or u in consts:
             continue
-        if u not in prod:
-            return None  # an input or a constant of the program
-        i = prod[u]
-        if i in found:
+        i = prod.get(u)
+        if i is None or not _pointwise(jaxpr.eqns[i], POINTWISE | {"iota"}):
+            if u not in leaves:
+                leaves.append(u)
             continue
-        if not _pointwise(jaxpr.eqns[i], POINTWISE | {"iota"}):
-            return None
-        found.add(i)
-        todo.extend(jaxpr.eqns[i].invars)
-    return found
+        if i not in found:
+            found.add(i)
+            todo.extend(jaxpr.eqns[i].invars)
+    return found, leaves
+
+
+def indexed(eqns: Sequence[Any]) -> bool:  # noqa: ANN401
+    """Whether an ``iota`` is among ``eqns`` (jitted sub-calls included)."""
+    return any(e.primitive.name == "iota" or (e.primitive.name in JITS and indexed(e.params["jaxpr"].jaxpr.eqns))
+               for e in eqns)
+
+
+def _reads(jaxpr: Any, eqns: set[int], consts: dict) -> bool:  # noqa: ANN401
+    """Whether one of ``eqns`` reads a constant of the program."""
+    return any(isinstance(v, jcore.Var) and v in consts for i in eqns for v in jaxpr.eqns[i].invars)
+
+
+#: primitives whose result lies within the range of their first operand
+_SAME_RANGE = frozenset({"convert_element_type", "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
+                         "copy", "copy_p", "stop_gradient", "reduce_max", "reduce_min", "rev", "slice",
+                         "dynamic_slice", "optimization_barrier"})
+_INF = float("inf")
+
+
+def _dtype_range(dt: Any) -> tuple[float, float]:  # noqa: ANN401
+    """Every value of dtype ``dt``: [0, 1] for bool, the integer limits, else unbounded."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return (0.0, 1.0)
+    if np.issubdtype(dt, np.integer):
+        return (float(np.iinfo(dt).min), float(np.iinfo(dt).max))
+    return (-_INF, _INF)
+
+
+def value_ranges(jaxpr: Any, consts: dict, ins: Sequence[tuple[float, float]] | None = None  # noqa: ANN401
+                 ) -> dict[Any, tuple[float, float]]:
+    """Bounds ``(lo, hi)`` on the values of every variable of ``jaxpr`` by interval arithmetic: exact
+    for literals, known ``consts`` and ``iota``; ``ins`` (or the dtype's range: [0, 1] for a boolean
+    input, unbounded for a float one) for the inputs; scales, offsets, casts, selects, max/min and
+    data movement followed; any other result is bounded by its dtype only.
+
+    >>> import jax, jax.numpy as jnp
+    >>> closed = jax.make_jaxpr(lambda m: m.astype(jnp.float32) * -2.0)(jnp.ones(3, bool))
+    >>> value_ranges(closed.jaxpr, {})[closed.jaxpr.outvars[0]]
+    (-2.0, 0.0)
+    """
+    env: dict[Any, tuple[float, float]] = {}
+    for v, r in zip(jaxpr.invars, ins or [_dtype_range(v.aval.dtype) for v in jaxpr.invars], strict=True):
+        env[v] = r
+    for v in jaxpr.constvars:
+        env[v] = _array_range(consts[v]) if v in consts else _dtype_range(v.aval.dtype)
+
+    def get(v: Any) -> tuple[float, float]:  # noqa: ANN401
+        return _array_range(v.val) if isinstance(v, jcore.Literal) else env.get(v, _dtype_range(v.aval.dtype))
+
+    for e in jaxpr.eqns:
+        name = e.primitive.name
+        r = [get(v) for v in e.invars]
+        outs: list[tuple[float, float]] | None = None
+        if name in JITS:
+            sub = e.params["jaxpr"]
+            inner = value_ranges(sub.jaxpr, dict(zip(sub.jaxpr.constvars, sub.consts, strict=True)), r)
+            outs = [inner.get(v, _dtype_range(v.aval.dtype)) if isinstance(v, jcore.Var) else _array_range(v.val)
+                    for v in sub.jaxpr.outvars]
+        elif name == "iota":
+            outs = [(0.0, float(e.params["shape"][e.params["dimension"]] - 1))]
+        elif name in _SAME_RANGE:
+            outs = [r[0]]
+        elif name == "neg":
+            outs = [(-r[0][1], -r[0][0])]
+        elif name == "select_n":
+            outs = [(min(x[0] for x in r[1:]), max(x[1] for x in r[1:]))]
+        elif name in ("max", "min"):
+            f = max if name == "max" else min
+            outs = [(f(r[0][0], r[1][0]), f(r[0][1], r[1][1]))]
+        elif name in ("add", "sub", "mul") and all(abs(x) < _INF for x in (*r[0], *r[1])):
+            (a0, a1), (b0, b1) = r
+            if name == "add":
+                outs = [(a0 + b0, a1 + b1)]
+            elif name == "sub":
+                outs = [(a0 - b1, a1 - b0)]
+            else:
+                ps = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+                outs = [(min(ps) + 0.0, max(ps) + 0.0)]  # (+ 0.0: no -0.0)
+        for i, v in enumerate(e.outvars):
+            own = _dtype_range(v.aval.dtype)
+            got = outs[i] if outs is not None else own
+            env[v] = (max(got[0], own[0]), min(got[1], own[1]))
+    return env
+
+
+def _array_range(a: Any) -> tuple[float, float]:  # noqa: ANN401
+    a = np.asarray(a)
+    if not a.size:
+        return (0.0, 0.0)
+    return (float(a.min()), float(a.max()))
 
 
 def _between(jaxpr: Any, prod: dict, v: Any, stop: Any) -> set[int]:  # noqa: ANN401
@@ -199,20 +299,27 @@ def _between(jaxpr: Any, prod: dict, v: Any, stop: Any) -> set[int]:  # noqa: AN
     return out
 
 
-def find_regions(jaxpr: Any) -> dict[int, Region]:  # noqa: ANN401
-    """{index of the ``p v`` equation: its region} of every attention in ``jaxpr`` (no nesting)."""
+def find_regions(jaxpr: Any, consts: Sequence[Any] | None = None) -> dict[int, Region]:  # noqa: ANN401
+    """{index of the ``p v`` equation: its region} of every attention in ``jaxpr`` (no nesting);
+    ``consts``: the values of ``jaxpr``'s constvars where known (a mask built from them is known)."""
     prod, users = _producers(jaxpr), _users(jaxpr)
+    known = dict(zip(jaxpr.constvars, consts, strict=True)) if consts is not None else {}
+    ranges: dict[Any, tuple[float, float]] | None = None
     outs = {v for v in jaxpr.outvars if isinstance(v, jcore.Var)}
     found: dict[int, Region] = {}
     taken: set[int] = set()
     for j, e in enumerate(jaxpr.eqns):
         if e.primitive.name != "dot_general":
             continue
-        r = _match(jaxpr, prod, users, outs, j)
+        r = _match(jaxpr, prod, users, outs, j, known)
         if r is not None and not r.eqns & taken:
+            if r.extras and ranges is None:
+                ranges = value_ranges(jaxpr, known)
+            r.ranges = [ranges[v] if ranges is not None and v in ranges else _dtype_range(v.aval.dtype)
+                        for v in r.extras]
             found[j] = r
             taken |= r.eqns
     return found
 
 
-__all__ = ["JITS", "POINTWISE", "Region", "find_regions"]
+__all__ = ["JITS", "POINTWISE", "Region", "find_regions", "indexed", "value_ranges"]

@@ -65,7 +65,7 @@ class Lowerer:
     counter: int = 0
     kernels: int = 0  # fused attention calls lowered so far
     iota_tables: set[str] = field(default_factory=set)  # constants holding an iota's indices
-    masked: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # (kernel, (kept, all) scores)
+    masked: list[tuple[str, tuple[int, int, bool]]] = field(default_factory=list)  # (kernel, (kept, all, known))
     uncharged: list[str] = field(default_factory=list)  # fused backwards' recomputation nodes (attention.py)
 
     # ------------------------------------------------------------------ facts
@@ -135,6 +135,8 @@ class Lowerer:
         for v, c in zip(jaxpr.constvars, consts, strict=True):
             env[v] = c if isinstance(c, (str, int, float, bool)) else self.read(env, jcore.Literal(c, v.aval)) \
                 if np.ndim(c) == 0 else self.data(np.asarray(c), file_dtype(v.aval.dtype))
+            if isinstance(env[v], str) and _arange(c):  # jnp.array(range(n)): an index table, as an iota's
+                self.iota_tables.add(env[v])
         for v, a in zip(jaxpr.invars, args, strict=True):
             env[v] = a
         for eqn in jaxpr.eqns:
@@ -193,7 +195,7 @@ class Lowerer:
                     del self.b.tensors[k]
         return self.make_opaque(eqn, ins, reason)
 
-    def declare_kept(self, start: int, made: int, outs: Sequence[Operand], kept: tuple[int, int]) -> None:
+    def declare_kept(self, start: int, made: int, outs: Sequence[Operand], kept: tuple[int, int, bool]) -> None:
         """Declare the inner score tensors of the fused call lowered from node ``start`` (tensor ``made``)
         on at the density ``kept[0] / kept[1]``, the fraction of the scores its index-made mask keeps
         (``attention.kept_positions``), as the torch frontend's causal flash rules do: the bound prices
@@ -255,6 +257,13 @@ class Lowerer:
         self.opaque_fns[node] = run_real
         self.opaque_outs[node] = outs
         return outs
+
+
+def _arange(c: Any) -> bool:  # noqa: ANN401
+    """Whether the constant ``c`` is ``0, 1, ..., n - 1`` (integers, one dimension)."""
+    a = np.asarray(c) if not isinstance(c, (str, int, float, bool)) else None
+    return a is not None and a.ndim == 1 and np.issubdtype(a.dtype, np.integer) and bool(
+        np.array_equal(a, np.arange(a.size)))
 
 
 def _unreached(nodes: Sequence[Any], source: Operand) -> list[str]:  # noqa: ANN401

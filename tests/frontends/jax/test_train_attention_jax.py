@@ -100,12 +100,14 @@ def test_attention_step_is_fused(tmp_path: Path, kind: str) -> None:
     assert all(gm.nodes[g.nodes.index(n)].bytes > 0 for n in recompute)
     assert all(n.kernel.startswith("fused_attention_backward") for n in g.nodes if n.name in free)
     # the bound's work: a causal kernel computes the triangle only, S (S + 1) / 2 of the S x S positions per
-    # head (by hand), in each of its six charged score contractions; every other contraction whole
+    # head (by hand), in each of its six charged score contractions; a learned bias has unknown values (it could
+    # hide all but one key per query row, common/masks.py): one key per row; every other contraction whole
     rows = bound(g, "h100-sxm").nodes
-    tri = B * H * (S * (S + 1) // 2) * E if kind == "causal" else att
-    assert sum(n.macs * n.effectual_fraction for n in rows) == pytest.approx(9 * proj + 6 * tri)
+    tri = {"causal": B * H * (S * (S + 1) // 2) * E, "bias": B * H * S * E}.get(kind, att)
+    dots = [n for n in rows if g.node_map[n.name].op == "jax.dot_general"]
+    assert sum(n.macs * n.effectual_fraction for n in dots) == pytest.approx(9 * proj + 6 * tri)
     masked = dict(next(a for a in g.assumptions if a.subject == "attention").values).get("kept_fraction")
-    assert masked == ((S * (S + 1) / 2 / S**2,) * 2 if kind == "causal" else None)
+    assert masked == {"causal": (S * (S + 1) / 2 / S**2,) * 2, "bias": (1 / S,) * 2}.get(kind)
     kb = _kernels(g)
     (fwd,) = [v for k, v in kb.items() if k.startswith("fused_attention_forward")]
     (bwd,) = [v for k, v in kb.items() if k.startswith("fused_attention_backward")]
@@ -166,15 +168,18 @@ def test_flax_bf16_attention_is_fused():
 
 def test_kept_positions_of_index_masks() -> None:
     # kept score positions by hand: causal S = T = 6 keeps 21 of 36 per head; a sliding window of 2 from
-    # jnp.arange keeps the diagonal and the one before (6 + 5); a user's boolean mask is data: None
+    # jnp.arange keeps the diagonal and the one before (6 + 5); a user's boolean mask has unknown values: one key
+    # per query row (6 of 36 per head)
     from solar_io.frontends.jax.attention import kept_positions
     from solar_io.frontends.jax.attention_match import find_regions
 
     x, m = jnp.ones((1, 6, 2, 4)), jnp.ones((1, 2, 6, 6), bool)
 
     def kept(f, *args):  # noqa: ANN001, ANN002, ANN202
-        (r,) = find_regions(jax.make_jaxpr(f)(*args).jaxpr).values()
-        return kept_positions(r)
+        closed = jax.make_jaxpr(f)(*args)
+        (r,) = find_regions(closed.jaxpr, closed.consts).values()
+        m = kept_positions(r)
+        return m if m is None else (m.kept, m.total)
 
     att = jax.nn.dot_product_attention
     assert kept(lambda q, k, v: att(q, k, v, is_causal=True), x, x, x) == (2 * 21, 2 * 36)
@@ -185,7 +190,7 @@ def test_kept_positions_of_index_masks() -> None:
         return jnp.einsum("hqk,khd->qhd", jax.nn.softmax(s, axis=-1), v)
 
     assert kept(window, x[0], x[0], x[0]) == (2 * 11, 2 * 36)
-    assert kept(lambda q, k, v, m: att(q, k, v, mask=m), x, x, x, m) is None
+    assert kept(lambda q, k, v, m: att(q, k, v, mask=m), x, x, x, m) == (2 * 6, 2 * 36)
 
 
 def test_constant_cotangent_keeps_the_backward_charged(tmp_path: Path) -> None:
