@@ -14,7 +14,7 @@ from functools import cached_property
 from .affine import Access
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.4"
+FORMAT_VERSION = "1.5"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 #: the step of a training graph a node belongs to (node field ``phase``, since 1.3).
@@ -64,6 +64,9 @@ class Tensor:
     constant whose contents are a function of its indices that the source program computes where
     it uses them (a causal mask, an ``arange``, a resampling index table): it is never read from
     memory either, so it moves no bytes; its contents are supplied to the executor like a weight's.
+    ``updates`` (format 1.5, outputs only) names the input whose memory the output is: the program
+    updates that input in place and returns it (``cache[:, :, pos] = k; return cache``), so the
+    elements no node writes stay where they are and move no bytes (:mod:`solar_io.metrics`).
     """
 
     name: str
@@ -73,6 +76,7 @@ class Tensor:
     density: float | None = None
     value: float | None = None
     generated: bool = False
+    updates: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

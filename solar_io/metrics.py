@@ -20,7 +20,12 @@ Computed from the file on demand, never stored in it.
   dimension at most as many as ``t`` holds indexes (taken as distinct): this applies to
   gathers and to scattered outputs alike, which write only the elements they select (the
   rest keep the ``init`` tensor's values in place); the ``init`` tensor is read at those
-  elements when the scatter combines into them, and not at all for reduce ``none``.
+  elements when the scatter combines into them, and not at all for reduce ``none``. That holds
+  where the result may live in ``init``'s memory: an intermediate (the ``init`` is dead or a
+  kernel keeps it) and an output that ``updates`` the input its scatters start from (format 1.5:
+  ``cache[:, :, pos] = k; return cache``, :func:`in_place_outputs`). A scatter whose result is
+  a *new* graph output (``cache.index_put(...)`` returned, no ``updates``) writes the whole
+  output and reads ``init`` at every element it does not overwrite.
 - Opaque nodes have known bytes and *unknown* compute (``compute_known`` is False).
 - Uncharged work: the nodes an assumption of the file lists under ``uncharged_work`` (e.g. a
   fused attention backward's recomputation of probabilities that the source framework's own run
@@ -103,6 +108,37 @@ def tensor_bytes(g: Graph, t: Tensor, elements: float | None = None) -> float:
     return n * DTYPES[t.dtype].bits / 8.0 * (1.0 if t.density is None else t.density)
 
 
+def in_place_outputs(g: Graph) -> frozenset[str]:
+    """Outputs that are the input they ``updates``, written in place: the chain of scatters writing
+    the output (each one's ``init`` the previous one's result) starts from that input. An output
+    whose writer is not such a chain gains nothing from ``updates``: it is written whole anyway, or
+    its unwritten elements are another tensor's, which must be copied into the input's memory.
+
+    >>> from solar_io.affine import parse_access
+    >>> from solar_io.graph import Graph, Node, Tensor
+    >>> g = Graph((("T", 8), ("S", 2), ("D", 4)), (Tensor("cache", ("T", "D"), "fp32", "input"),
+    ...           Tensor("k", ("S", "D"), "fp32", "input"), Tensor("pos", ("S",), "int64", "input"),
+    ...           Tensor("new", ("T", "D"), "fp32", "output", updates="cache")),
+    ...           (Node("put", "einsum", "aten.index_put", (parse_access("cache[@pos, D]"),
+    ...                 parse_access("k[S, D]"), parse_access("pos[S]")), (parse_access("new[@pos, D]"),),
+    ...                 space=("S", "D"), map="identity", reduce="none", init="cache"),))
+    >>> in_place_outputs(g)
+    frozenset({'new'})
+    """
+    wanted = {t.name: t.updates for t in g.tensors if t.updates is not None and t.role == "output"}
+    if not wanted:
+        return frozenset()
+    writer = {a.tensor: n for n in g.nodes for a in n.outputs}
+    out = set()
+    for name, source in wanted.items():
+        cur, steps = name, 0
+        while (n := writer.get(cur)) is not None and n.init is not None and steps <= len(g.nodes):
+            cur, steps = n.init, steps + 1
+        if cur == source and cur != name:
+            out.add(name)
+    return frozenset(out)
+
+
 def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:
     sizes = g.rank_sizes
     out = {}
@@ -116,8 +152,10 @@ def _has_indirect(a: Access) -> bool:
     return any(type(e) is Indirect for e in a.index or ())
 
 
-def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None) -> NodeMetrics:
-    """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, when known)."""
+def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
+                 in_place: frozenset[str] | None = None) -> NodeMetrics:
+    """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, ``in_place``:
+    :func:`in_place_outputs` of ``g``, when known)."""
     sizes = g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
@@ -143,6 +181,11 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None) 
             elements = None
             if gathers and _has_indirect(a):
                 elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect)[0], float(points))
+            if node.init is not None and tmap[a.tensor].role == "output" and \
+                    a.tensor not in (in_place_outputs(g) if in_place is None else in_place):
+                selected = elements if elements is not None else access_elements(a, tmap[a.tensor].ranks, sizes)[0]
+                _new_output(g, node, selected, reads)  # a new tensor: written whole, the rest copied from init
+                elements = None
             writes[a.tensor] = tensor_bytes(g, tmap[a.tensor], elements)
     macs, fm, fv, ft = 0, 0.0, 0.0, 0.0
     if node.kind == "einsum":
@@ -173,6 +216,15 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None) 
                        compute_known=node.kind != "opaque", bytes_exact=exact)
 
 
+def _new_output(g: Graph, node: Node, selected: float, reads: dict[str, float]) -> None:
+    """A scatter into a new graph output: its ``init`` is read at every element the scatter does not
+    overwrite (reduce ``none``), or at every element (a combine also reads the selected ones)."""
+    t = g.tensor_map[node.init]  # type: ignore[index]
+    numel = float(prod(g.shape(t.name)))
+    elements = numel if node.reduce != "none" else max(0.0, numel - selected)
+    reads[t.name] = max(reads.get(t.name, 0.0), tensor_bytes(g, t, elements))
+
+
 def graph_metrics(g: Graph) -> GraphMetrics:
     """Metrics of every node and the graph totals.
 
@@ -182,8 +234,8 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     from .views import boundary_bytes  # views builds on this module's tensor_bytes
 
     with gc_paused():
-        free = uncharged_nodes(g)
-        nodes = tuple(node_metrics(g, n, free) for n in g.nodes)
+        free, in_place = uncharged_nodes(g), in_place_outputs(g)
+        nodes = tuple(node_metrics(g, n, free, in_place) for n in g.nodes)
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),

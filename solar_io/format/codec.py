@@ -200,10 +200,13 @@ def _tensor(dec: _Decoder, t: Any, path: tuple) -> Tensor | None:
     generated = dec.get(d, "generated", path, (bool,), False, f"tensor {name}")
     if generated is not None and (role != "constant" or value is not None or generated is not True):
         dec.err(path + ("generated",), "only constants without a value may be generated, as 'generated: true'")
+    updates = dec.get(d, "updates", path, (str,), False, f"tensor {name}")
+    if updates is not None and role != "output":
+        dec.err(path + ("updates",), "only outputs may update an input in place ('updates: INPUT')")
     if len(dec.issues) != n0:
         return None
     return Tensor(name, ranks, dt, role, None if density is None else float(density),
-                  None if value is None else float(value), bool(generated))
+                  None if value is None else float(value), bool(generated), updates)
 
 
 def _nodes(dec: _Decoder, v: Any) -> tuple[tuple[Node, ...], tuple[Repeat, ...]]:

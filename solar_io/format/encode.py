@@ -67,6 +67,8 @@ def _encode_tensor(t: Tensor) -> dict:
         d["value"] = t.value
     if t.generated:
         d["generated"] = True
+    if t.updates is not None:
+        d["updates"] = t.updates
     return d
 
 

@@ -119,7 +119,8 @@ def expand_node(n: Node, var: str, value: int) -> Node:
 def expand_tensor(t: Tensor, var: str, value: int) -> Tensor:
     """Tensor declaration ``t`` of a block in the instance where ``var`` is ``value``."""
     name = fill(t.name, var, value)
-    return t if name == t.name else replace(t, name=name)
+    updates = None if t.updates is None else fill(t.updates, var, value)
+    return t if name == t.name and updates == t.updates else replace(t, name=name, updates=updates)
 
 
 def instances(r: Repeat) -> tuple:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
-from ..graph import PHASES, Graph, Node
+from ..graph import PHASES, Graph, Node, Tensor
 from ..metrics import UNCHARGED
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
@@ -72,6 +72,7 @@ class _Validator(_IndexChecks, _DataflowChecks):
             if t.generated and (t.role != "constant" or t.value is not None):
                 self.err(("tensors", i, "generated"), f"tensor {t.name}: only constants without a value may be "
                                                       "generated")
+        self.updates()
         names: set[str] = set()
         blocks, covered = checked_repeats(g)  # repeat blocks; the nodes their instances 0, 1 and last check
         for i, n in enumerate(g.nodes):
@@ -94,6 +95,30 @@ class _Validator(_IndexChecks, _DataflowChecks):
                 if k == UNCHARGED and stray:
                     self.err(("assumptions", j, "values", k), f"uncharged node {stray[0]!r} is not a graph node")
         self.dataflow()
+
+    def updates(self) -> None:
+        """``updates: X`` (1.5): an output that is input X updated in place has X's shape and dtype, and
+        no two outputs are the same input's memory."""
+        g, owner = self.g, {}  # input -> the output that is its memory
+        for i, t in enumerate(g.tensors):
+            if t.updates is None:
+                continue
+            x, path = self.tensors.get(t.updates), ("tensors", i, "updates")
+            if t.role != "output":
+                self.err(path, f"tensor {t.name}: only outputs may update an input in place")
+            elif x is None or x.role != "input":
+                self.err(path, f"tensor {t.name}: updates {t.updates!r}, which is not an input of the graph")
+            elif self._shape(x) != self._shape(t) or x.dtype != t.dtype:
+                self.err(path, f"tensor {t.name}: updates input {x.name} in place but is {t.dtype}"
+                               f"{self._shape(t)}, the input {x.dtype}{self._shape(x)}")
+            elif t.updates in owner:
+                self.err(path, f"tensor {t.name}: input {t.updates} is already updated in place by output "
+                               f"{owner[t.updates]}")
+            else:
+                owner[t.updates] = t.name
+
+    def _shape(self, t: Tensor) -> list[int | None]:
+        return [self.sizes.get(r) for r in t.ranks]
 
     # ------------------------------------------------------------------ per node
     def node(self, i: int, n: Node) -> None:

@@ -877,17 +877,27 @@ def test_scatter_through_two_index_tensors_and_a_zero_init():
     close(execute(g, {"vals": vals, "rows": rows, "cols": cols})["y"], want)
     m = solar_io.node_metrics(g, g.nodes[0])
     assert m.bytes_read == {"zeros": 0.0, "vals": 24.0, "rows": 24.0, "cols": 24.0}
-    assert m.bytes_written == {"y": 6 * 4.0}  # at most one element per point: 6 of the 20
+    assert m.bytes_written == {"y": 20 * 4.0}  # a new output: all 20 elements, the zeros too
     assert m.flops_vector == 6 and m.macs == 0
 
 
 def test_scatter_bytes_count_the_selected_rows_like_a_gather():
-    add, put = (solar_io.node_metrics(g, g.nodes[0]) for g in (scatter_graph("add"), scatter_graph("none")))
+    """In place (the output ``updates`` the table, 1.5) a scatter moves the selected rows only; into a new
+    output it writes all 6 rows and reads the table where it does not overwrite (all of it to combine)."""
+    def in_place(g: solar_io.Graph) -> solar_io.Graph:
+        return dataclasses.replace(g, version="1.5", tensors=tuple(
+            dataclasses.replace(t, updates="table") if t.name == "out" else t for t in g.tensors))
+
+    add, put = (solar_io.node_metrics(g, g.nodes[0]) for g in (in_place(scatter_graph("add")),
+                                                                 in_place(scatter_graph("none"))))
     rows = min(6, 5) * 3 * 4.0  # 5 index values, taken as distinct, of 6 rows; D = 3; fp32
     assert add.bytes_written == put.bytes_written == {"out": rows}
     assert add.bytes_read == {"table": rows, "src": 5 * 3 * 4.0, "idx": 5 * 8.0}  # read-modify-write
     assert put.bytes_read["table"] == 0.0  # an overwrite reads nothing of the init
     assert add.flops_vector == 5 * 3 and put.flops_vector == 0
+    add, put = (solar_io.node_metrics(g, g.nodes[0]) for g in (scatter_graph("add"), scatter_graph("none")))
+    assert add.bytes_written == put.bytes_written == {"out": 6 * 3 * 4.0}
+    assert add.bytes_read["table"] == 6 * 3 * 4.0 and put.bytes_read["table"] == 6 * 3 * 4.0 - rows
 
 
 def test_a_gather_reads_at_most_one_element_per_point():

@@ -7,6 +7,7 @@ breaks one of them breaks users' archived files: it needs a new major version an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -47,6 +48,8 @@ V1_2_TENSOR_KEYS = ("generated",)
 # What 1.3 added, frozen likewise.
 V1_3_NODE_FIELDS = ("kernel", "phase")
 V1_3_TOP_KEYS = ("assumptions",)
+# What 1.5 added, frozen likewise.
+V1_5_TENSOR_KEYS = ("updates",)
 
 
 def _id(p: Path) -> str:
@@ -199,14 +202,14 @@ def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path)
     g = solar_io.loads(text)
     assert g.version == "1.0" and solar_io.dumps(g) == text
     new = migrate(yaml.safe_load(text))
-    assert new["version"] == "1.4" == solar_io.FORMAT_VERSION
+    assert new["version"] == "1.5" == solar_io.FORMAT_VERSION
     g2, issues = decode(new)
-    assert issues == [] and g2.version == "1.4"
+    assert issues == [] and g2.version == "1.5"
     # 1.3 declares each multi-node kernel (nodes of one source-op call) that 1.0 read from name prefixes
     kernel_lines = [ln for ln in solar_io.dumps(g2).splitlines() if ln.lstrip().startswith("kernel:")]
     assert len(kernel_lines) == sum(n.kernel is not None for n in g.nodes)
     undeclared = "\n".join(ln for ln in solar_io.dumps(g2).splitlines() if not ln.lstrip().startswith("kernel:"))
-    assert undeclared + "\n" == text.replace('version: "1.0"', 'version: "1.4"', 1)
+    assert undeclared + "\n" == text.replace('version: "1.0"', 'version: "1.5"', 1)
 
 
 @pytest.mark.parametrize("field, value, where", [
@@ -344,3 +347,41 @@ def test_the_prefix_rule_keeps_runs_apart_that_share_a_prefix():
     assert kernel_spans(declared) == [(0, 1), (2, 2), (3, 4)]
     docs = declare_kernels_doc([{"name": n.name, "op": n.op} for n in nodes])
     assert [d.get("kernel") for d in docs] == ["cell", "cell", None, "cell#2", "cell#2"]
+
+
+def test_v1_5_additions_are_known_and_covered_by_its_golden_files():
+    from solar_io.format.codec import TENSOR_KEYS
+    from solar_io.format.versioning import SINCE
+
+    assert {k for (_, k), v in SINCE.items() if v == (1, 5)} == set(V1_5_TENSOR_KEYS) <= set(TENSOR_KEYS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.5"]
+    assert all(any(k in t for d in docs for t in d["tensors"]) for k in V1_5_TENSOR_KEYS)
+
+
+@pytest.mark.parametrize("old", ["1.0", "1.4"])
+def test_a_file_before_1_5_cannot_update_an_input_in_place(old: str):
+    """Decoder and schema both refuse 'updates' in an older file, naming the field and the version."""
+    from solar_io.errors import GraphError
+    from solar_io.format.codec import decode
+
+    doc = yaml.safe_load((GOLDEN / "v1.5" / "in_place_update.yaml").read_text(encoding="utf-8"))
+    assert Draft202012Validator(SCHEMA).is_valid(doc)
+    doc["version"] = old
+    assert not Draft202012Validator(SCHEMA).is_valid(doc)
+    with pytest.raises(GraphError, match=f"updates.*new in format 1.5; this file says version {old}"):
+        decode(doc)
+
+
+def test_in_place_update_moves_only_the_written_rows():
+    """The 1.5 golden: ``cache[:, pos] = k`` returned (``updates: cache``) and ``values.index_copy(1, pos, v)``
+    returned as a new tensor. By hand (fp32, pos int64[2]): the in-place output writes its 2 x 2 x 4
+    selected elements (64 B) and reads none of cache; the new one writes all 2 x 8 x 4 (256 B) and copies
+    the 48 elements it does not overwrite from values (192 B); k, v 64 B each, pos 16 B once."""
+    g = solar_io.load(GOLDEN / "v1.5" / "in_place_update.yaml")
+    assert {t.name: t.updates for t in g.tensors if t.role == "output"} == {"index_put_": "cache",
+                                                                           "index_copy": None}
+    m = solar_io.graph_metrics(g)
+    assert m.boundary_bytes == 64 + 64 + 16 + (64 + 192 + 256)
+    assert m.macs == 0
+    functional = dataclasses.replace(g, tensors=tuple(dataclasses.replace(t, updates=None) for t in g.tensors))
+    assert solar_io.graph_metrics(functional).boundary_bytes == 2 * (64 + 192 + 256) + 16

@@ -201,3 +201,26 @@ def test_uncharged_work_names_graph_nodes():
     assert not [i for i in validate(listed(g.nodes[0].name)) if "uncharged" in i.message]
     assert [i.message for i in validate(listed(g.nodes[0].name, "nope")) if "uncharged" in i.message] == [
         "uncharged node 'nope' is not a graph node"]
+
+
+def test_updates_names_an_input_of_the_same_shape_and_dtype_once():
+    """``updates`` (1.5): an output that is an input updated in place; the input must exist, be an
+    input of the output's shape and dtype, and be the memory of one output only."""
+    tensors = ("- {name: cache, ranks: [V, B], dtype: fp32, role: input}\n"
+               "- {name: k, ranks: [A, B], dtype: fp32, role: input}\n"
+               "- {name: pos, ranks: [A], dtype: int64, role: input}\n"
+               "- {name: new, ranks: [V, B], dtype: fp32, role: output, updates: cache}\n")
+    nodes = ("- {name: put, kind: einsum, op: index_put, space: [A, B], inputs: ['cache[@pos, B]', 'k[A, B]', "
+             "'pos[A]'], output: 'new[@pos, B]', init: cache, map: identity, reduce: none}\n")
+    ok = graph(tensors, nodes).replace("version: '1.0'", "version: '1.5'")
+    assert loads(ok).tensor_map["new"].updates == "cache"
+    assert "not an input of the graph" in problems(ok.replace("updates: cache", "updates: k2"))
+    assert "not an input of the graph" in problems(ok.replace("updates: cache", "updates: put"))
+    assert "only outputs may update an input" in problems(ok.replace("role: input}\n- {name: k",
+                                                                     "role: input, updates: k}\n- {name: k"))
+    wrong = ok.replace("updates: cache", "updates: k")
+    assert "updates input k in place but is fp32[10, 3], the input fp32[2, 3]" in problems(wrong)
+    twice = ok.replace("role: output, updates: cache}\n", "role: output, updates: cache}\n"
+                       "- {name: new2, ranks: [V, B], dtype: fp32, role: output, updates: cache}\n") + (
+        "- {name: copy, kind: data_movement, op: copy, movement: copy, inputs: [new], output: new2}\n")
+    assert "input cache is already updated in place by output new" in problems(twice)

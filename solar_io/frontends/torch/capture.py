@@ -181,7 +181,8 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
         raise NoRuleError(f"{source.name}: op {op} (node {node}): {reason} (--strict)")
     producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
     b = lowered.builder
-    graph = b.build(lowered.outputs, name=Path(source.name).stem, producer=producer)
+    graph = in_place(b.build(lowered.outputs, name=Path(source.name).stem, producer=producer), lowered,
+                     b.output_names)
     found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
     if found:
         graph = replace(graph, assumptions=graph.assumptions + found)
@@ -195,6 +196,19 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
         record = validate_capture(cap, seed=seed, budget=validate_budget, pipeline=capture_source)
     cap.graph = _with_validation(graph, record)
     return cap
+
+
+def in_place(g: Graph, lowered: Lowered, final: list[str]) -> Graph:
+    """``g`` with each output that is a mutated input returned (``lowered.updates``) marked as that
+    input's memory (``updates``, format 1.5). ``final`` are the built graph's outputs, in the order of
+    ``lowered.outputs`` (an output the builder had to copy, a repeated one, is a new tensor)."""
+    marks = {f: lowered.updates[o] for o, f in zip(lowered.outputs, final, strict=True)
+             if f == o and o in lowered.updates}
+    names = {t.name for t in g.tensors}
+    marks = {o: x for o, x in marks.items() if x in names}
+    if not marks:
+        return g
+    return replace(g, tensors=tuple(replace(t, updates=marks[t.name]) if t.name in marks else t for t in g.tensors))
 
 
 def _with_validation(g: Graph, v: Validation) -> Graph:

@@ -55,6 +55,7 @@ class Lowered:
     opaque_targets: set[Any] = field(default_factory=set)  # fx targets that became opaque nodes
     selections: list[tuple[str, str, int]] = field(default_factory=list)  # choice tensors (rules/select.py)
     assumptions: list[Any] = field(default_factory=list)  # what rules assumed (graph assumptions)
+    updates: dict[str, str] = field(default_factory=dict)  # output tensor -> the input it updates in place
 
 
 def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat: bool = True) -> Lowered:
@@ -71,6 +72,8 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
     fx_tensors: dict[str, str] = {}
     user_pos = 0
     outputs: list[str] = []
+    updates: dict[str, str] = {}
+    in_place: dict[str, str] = {}  # result of an in-place op on a user input -> that input's tensor
     for node in ep.graph.nodes:
         if node.op == "placeholder":
             val = node.meta.get("val")
@@ -100,17 +103,51 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
                 env[node] = env[node.args[0]][node.args[1]]
             else:
                 env[node] = _lower_call(ctx, node, env, strict, opaque, opaque_fns)
+                x = node.args[0] if node.args else None
+                if _writes_user_input(node, specs) and isinstance(env[node], T) and x.name in fx_tensors:
+                    in_place[env[node].name] = fx_tensors[x.name]
             v = env[node]
             if isinstance(v, T):
                 fx_tensors.setdefault(node.name, v.name)
         elif node.op == "output":
-            user_outs = {s.arg.name for s in ep.graph_signature.output_specs
-                         if s.kind.name == "USER_OUTPUT" and hasattr(s.arg, "name")}
-            for v in node.args[0]:
-                if isinstance(v, torch.fx.Node) and v.name in user_outs and isinstance(env.get(v), T):
-                    outputs.append(env[v].name)
+            outputs, updates = _outputs(ep, node, env, fx_tensors, in_place)
     return Lowered(b, outputs, sources, ctx.const_data, opaque, fx_tensors, opaque_fns, ctx.lowered_ops,
-                   ctx.opaque_targets, ctx.selections, ctx.assumptions)
+                   ctx.opaque_targets, ctx.selections, ctx.assumptions, updates)
+
+
+def _writes_user_input(node: Any, specs: dict) -> bool:
+    """True for an in-place op that export kept on a user input (``x[:, pos] = k`` as ``index_put_(x, ..)``),
+    lowered functionally by :func:`buffer_update_rule`."""
+    x = node.args[0] if node.args else None
+    if find_rule(node.target) is not None or buffer_update_rule(node) is None or not isinstance(x, torch.fx.Node):
+        return False
+    spec = specs.get(x.name)
+    return spec is None or spec.kind.name == "USER_INPUT"
+
+
+def _outputs(ep: Any, node: Any, env: dict, fx_tensors: dict[str, str],
+             in_place: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The program's outputs (its ``USER_OUTPUT`` values, in order) and, for those that are a mutated
+    user input's new value, the input each one updates in place: ``x[:, pos] = k; return x`` exports
+    either as the functional value that is also the ``USER_INPUT_MUTATION`` of ``x``, or as an in-place
+    op kept on ``x`` (``in_place``: its result's tensor -> ``x``'s). The output specs pair with the
+    output node's values by position; mutations that the program does not return are not outputs."""
+    outputs: list[str] = []
+    mutated: dict[str, str] = {}  # fx value name -> graph tensor of the user input it becomes
+    specs = ep.graph_signature.output_specs
+    for spec, v in zip(specs, node.args[0], strict=False):
+        if spec.kind.name == "USER_INPUT_MUTATION" and isinstance(v, torch.fx.Node) and spec.target in fx_tensors:
+            mutated[v.name] = fx_tensors[spec.target]
+    updates: dict[str, str] = {}
+    for spec, v in zip(specs, node.args[0], strict=False):
+        if spec.kind.name != "USER_OUTPUT" or not isinstance(v, torch.fx.Node) or not isinstance(env.get(v), T):
+            continue
+        name = env[v].name
+        source = mutated.get(v.name) or in_place.get(name)
+        if source is not None and name not in outputs and source not in updates.values():
+            updates[name] = source
+        outputs.append(name)
+    return outputs, updates
 
 
 def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list, opaque_fns: dict) -> Any:

@@ -74,8 +74,10 @@ def test_selections_are_opaque_with_a_reason(fn: Callable):
 
 
 def test_index_add_bytes_are_the_selected_rows_and_adds_one_per_point():
+    """Into an intermediate (its memory may be x's), the scatter moves the selected rows only; returned
+    as a new tensor, it writes all 50 rows and reads every row of x (a combine reads the selected too)."""
     x, idx, src = torch.randn(50, 8), torch.tensor([3, 7, 3, 0]), torch.randn(4, 8)
-    cap = capture(lambda x, i, s: x.index_add(0, i, s), x, idx, src)
+    cap = capture(lambda x, i, s: torch.relu(x.index_add(0, i, s)), x, idx, src)
     g = cap.graph
     (node,) = [n for n in g.nodes if n.init is not None]
     m = node_metrics(g, node)
@@ -84,3 +86,29 @@ def test_index_add_bytes_are_the_selected_rows_and_adds_one_per_point():
     assert m.bytes_written == {node.outputs[0].tensor: rows}
     assert m.bytes_read[node.init] == rows and m.bytes_read[node.inputs[1].tensor] == rows
     assert m.flops_vector == 4 * 8 and m.macs == 0
+    returned = capture(lambda x, i, s: x.index_add(0, i, s), x, idx, src).graph
+    (node,) = [n for n in returned.nodes if n.init is not None]
+    m = node_metrics(returned, node)
+    assert m.bytes_written == {node.outputs[0].tensor: 50 * 8 * 4.0} and m.bytes_read[node.init] == 50 * 8 * 4.0
+    assert m.flops_vector == 4 * 8 and m.macs == 0
+
+
+def test_strided_slice_assignment_is_a_scatter_through_a_generated_position_table():
+    """``a[..., 1:11:3] = src`` (MRoPE's interleave) was opaque ("slice_scatter with a step"): now one
+    scatter over src's 3*4*4 points (positions 1, 4, 7, 10), output index 1 + 3*j from a generated
+    table (0 bytes). Into an intermediate it moves the written elements only: 48 fp32 of src read,
+    48 written, nothing of ``a`` read (an overwrite)."""
+    def f(a, b):
+        a = a.clone()
+        a[..., 1:11:3] = b[..., 1:11:3] * 2
+        return torch.relu(a)
+
+    cap = capture(f, torch.randn(3, 4, 12), torch.randn(3, 4, 12))
+    g = cap.graph
+    assert g.validation.status == "passed" and not [n for n in g.nodes if n.kind == "opaque"]
+    (node,) = [n for n in g.nodes if n.op == "aten.slice_scatter"]
+    m = node_metrics(g, node)
+    table = g.tensor_map[f"{node.name}.positions"]
+    assert table.generated and m.bytes_read[table.name] == 0
+    assert m.bytes_read == {node.init: 0, node.inputs[1].tensor: 3 * 4 * 4 * 4, table.name: 0}
+    assert m.bytes_written == {node.outputs[0].tensor: 3 * 4 * 4 * 4}
