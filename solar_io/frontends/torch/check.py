@@ -29,7 +29,7 @@ from .divergence import first_divergence
 from .dtype_map import to_numpy
 from .eager import no_dropout
 from .eager_record import RANDOM_OPS, RandomRecorder, SelectionRecorder, _fill_selections, _replay_random
-from .specialise import forcing
+from .specialise import Plan, forcing, replaying
 from .uninit import deterministic_memory, filled_graph
 
 if TYPE_CHECKING:
@@ -237,23 +237,35 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
             arrays[t.name] = to_numpy(_attr(model, target))
         else:
             if cpu is None and target in consts:
-                cpu = _cpu_constants(model, inputs)
+                cpu = _cpu_constants(model, inputs, cap.plan)
             if not isinstance((cpu or {}).get(target), torch.Tensor):
                 return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
             arrays[t.name] = to_numpy(cpu[target])
     return arrays
 
 
-def _cpu_constants(model: torch.nn.Module, inputs: list[Any]) -> dict:
-    """The constants forward creates (``torch.tensor(0.5, device=x.device)``, lifted by the export on
-    meta without a value), from an export of the CPU model on the CPU inputs; empty when that export
-    fails."""
+def _cpu_constants(model: torch.nn.Module, inputs: list[Any], plan: Plan | None = None) -> dict:
+    """The constants forward creates (``torch.tensor(0.5, device=x.device)``, ``torch.tensor(ids)`` of a
+    list a ``tolist`` gave, lifted by the export on meta without a value), from an export of the CPU
+    model on the CPU inputs (answering data-dependent calls from ``plan``, as the meta export did);
+    empty when that export fails."""
+    from .capture import _quiet_torch_logs  # (capture imports this module)
+
+    own = "forward" in vars(model)
+    forward = model.forward
     try:
-        with warnings.catch_warnings():
+        if plan is not None:
+            replaying(model, plan)
+        with warnings.catch_warnings(), _quiet_torch_logs():
             warnings.simplefilter("ignore")
             ep = torch.export.export(model, tuple(inputs), strict=False)
     except Exception:
         return {}
+    finally:
+        if own:
+            model.forward = forward
+        else:
+            vars(model).pop("forward", None)
     return dict(ep.constants or {})
 
 

@@ -35,6 +35,13 @@ _ONE_HOT = {torch.nn.functional.one_hot: "one_hot"}
 _UNIQUE = {torch.unique: "unique", torch.Tensor.unique: "unique"}
 
 
+def _flat(value: Any) -> list[Any]:
+    """The scalars of a (nested) ``tolist`` answer in row-major order; a 0-d answer is one scalar."""
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
 class _Decide(TorchFunctionMode):
     """Answers data-dependent calls: from values (``record``) or from a plan's decisions (``replay``)."""
 
@@ -42,14 +49,36 @@ class _Decide(TorchFunctionMode):
         super().__init__()
         self.plan, self.v = plan, values
         self.next = 0
+        self._items: list[Any] = []  # replay: the elements of a ``tolist`` the export asks for one by one
 
     # ---------------------------------------------------------------- answers
+    def skip_empty_lists(self) -> None:
+        """Replay: pass over recorded ``tolist`` calls of no elements (the export's tolist asks for none)."""
+        while not self._items and self.next < len(self.plan.decisions) \
+                and self.plan.decisions[self.next].op == "Tensor.tolist" \
+                and not _flat(self.plan.decisions[self.next].value):
+            self.next += 1
+
+    def _list_item(self, op: str, d: Decision) -> Decision:
+        """Replay of a ``tolist`` that the export makes as one ``item`` per element, in row-major order
+        (a FakeTensor's ``tolist`` is ``[e.item() for e in self]``, recursively: the function mode
+        never sees the ``tolist``)."""
+        if not self._items:
+            self._items = _flat(d.value)
+        value = self._items.pop(0)
+        if not self._items:
+            self.next += 1
+        return Decision("scalar", op, d.where, value, d.routers)
+
     def _answer(self, kind: str, op: str, t: torch.Tensor, compute: Callable[[torch.Tensor], Any]) -> Decision:
         if self.v is None:  # replay
+            self.skip_empty_lists()
             if self.next >= len(self.plan.decisions):
                 raise CaptureError(f"value-specialised capture: the export makes a data-dependent call ({op}, "
                                    f"{_where() or 'unknown place'}) the values pass did not make")
             d = self.plan.decisions[self.next]
+            if op == "Tensor.item" and d.op == "Tensor.tolist":
+                return self._list_item(op, d)
             if d.op != op:
                 raise CaptureError(f"value-specialised capture: call {self.next + 1} is {op} at "
                                    f"{_where() or '?'} in the export but was {d.op} at {d.where or '?'}")

@@ -162,6 +162,7 @@ def replaying(model: torch.nn.Module, plan: Plan) -> torch.nn.Module:
         mode = _Decide(plan, None)
         with mode:
             out = forward(*args, **kwargs)
+        mode.skip_empty_lists()
         if mode.next != len(plan.decisions):
             raise CaptureError(f"value-specialised capture: the export made {mode.next} of the "
                                f"{len(plan.decisions)} data-dependent calls of the values pass")

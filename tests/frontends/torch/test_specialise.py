@@ -225,3 +225,41 @@ def test_loop_over_unique_expert_ids(tmp_path: Path) -> None:
     assert spec["unique at uniq.py:14"]["rows_of_the_index"] == (4,)
     assert spec["nonzero at uniq.py:15"]["rows_of_the_index"] == (2, 2, 1, 1)
     assert spec["Tensor.index at uniq.py:16"]["values"] == (0, 1, 2, 3)
+
+
+TOLIST = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, lengths, grid):
+        sizes = lengths.tolist()
+        none = lengths[:0].tolist()
+        rows = grid.tolist()
+        idx = torch.tensor([i for i, n in enumerate(sizes) for _ in range(n)] + none, device=x.device)
+        scale = torch.tensor([float(a * b) for a, b in rows], device=x.device)
+        return x[idx] * scale.sum()
+
+
+def get_inputs():
+    return [torch.randn(8, 4), torch.tensor([2, 0, 3]), torch.tensor([[1, 2], [3, 4]])]
+"""
+
+
+def test_tolist_replayed_as_the_items_the_export_asks_for(tmp_path: Path) -> None:
+    """``.tolist()`` (1-D, 2-D, empty) into ``torch.tensor(list)`` (Qwen-VL's position ids, varlen
+    chunk lists): under the export a FakeTensor's tolist is one ``item`` per element, which the replay
+    answered as a mismatch ("call 1 is Tensor.item ... but was Tensor.tolist"); and the constant built
+    from the list is given its values for the validation (it was skipped: created on meta). By hand:
+    idx = [0, 0, 2, 2, 2] (5 int64 = 40 B), 5 gathered rows of 4 fp32 (80 B read and written), scale
+    [2, 12] (8 B)."""
+    p = tmp_path / "tl.py"
+    p.write_text(TOLIST)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    m = graph_metrics(g)
+    assert m.opaque == ()
+    (gather,) = [n for n in m.nodes if n.kind == "data_movement"]
+    assert sorted(gather.bytes_read.values()) == [40.0, 80.0] and list(gather.bytes_written.values()) == [80.0]
+    spec = {a.subject: dict(a.values) for a in g.assumptions if a.kind == "specialised"}
+    assert [spec[f"Tensor.tolist at tl.py:{i}"]["lengths"] for i in (7, 8, 9)] == [(3,), (0,), (2,)]

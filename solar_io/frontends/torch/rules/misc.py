@@ -8,10 +8,14 @@ untouched slices of ``x`` around ``src`` (step 1), so its bytes are those of a r
 
 from __future__ import annotations
 
-from ...common.builder import access, family
+import numpy as np
+
+from ....affine import Indirect
+from ...common.builder import access, expr, family
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
 from .matmul import matmul
+from .scatter import scatter_into
 from .shape import concat, expand_to, slice_dim
 
 
@@ -32,8 +36,23 @@ def slice_scatter(ctx: LowerCtx, a: Args) -> T:
     dim = (a.dim or 0) % len(ctx.shape(x))
     start, end, step = slice(a.start, a.end, a.step or 1).indices(ctx.shape(x)[dim])
     if step != 1:
-        raise NoLowering("slice_scatter with a step")
+        return _scatter_strided(ctx, x, src, dim, start, step)
     return _scatter_slice(ctx, x, src, dim, start, end)
+
+
+def _scatter_strided(ctx: LowerCtx, x: T, src: T, dim: int, start: int, step: int) -> T:
+    """``x[..., start::step, ...] = src``: one scatter starting from ``x`` (init) whose output index
+    along ``dim`` is ``start + step*j`` at ``src``'s point ``j``, read from a generated table (the
+    format's output index is a plain rank or a tensor; the table is a function of its index, so it
+    moves no bytes); charged for the written elements, like every scatter. E.g. MRoPE's
+    ``freqs_t[..., 1:60:3] = freqs_h[..., 1:60:3]``."""
+    src = ctx.cast(src, ctx.dtype(x), suffix="src") if ctx.dtype(src) != ctx.dtype(x) else src
+    sr = list(ctx.ranks(src))
+    m = ctx.shape(src)[dim]
+    idx = ctx.index_table(np.arange(start, start + step * m, step, dtype=np.int64), [sr[dim]], "int64",
+                          suffix="positions")
+    out_index = tuple(Indirect(idx.name) if d == dim else expr(r) for d, r in enumerate(sr))
+    return scatter_into(ctx, x, out_index, sr, [access(src.name, sr)], [access(idx.name, [sr[dim]])], "none")
 
 
 @rule("aten.select_scatter")
