@@ -24,18 +24,20 @@ policy allows it). The product tensor disappears. A pair is merged only where th
 - it is a matrix product: at least one rank the sum reduces is read by both operands, every reduced
   rank by at least one (a sum over a rank neither operand has would count each product once per
   element of that rank), and *each* operand is broadcast (does not read some rank, of size above 1,
-  that the other reads), so every element of each meets many of the other, as the rows and columns of a
-  matrix product do. A product where one operand reads every rank stays vector work, as written:
+  that the other reads), so every element of each meets many of the other, as the rows and columns
+  of a matrix product do. A product where one operand reads every rank stays vector work, as written:
   an elementwise product of like tensors summed (``(dy * xhat).sum(0)`` in a norm's backward, a
-  loss, a row-wise dot) or a matrix-vector product spelled that way (a group norm's backward). Their
-  operands are used once per element, they are memory-bound wherever their operands come from
+  loss, a row-wise dot) or a matrix-vector product spelled that way (a group norm's backward): one
+  operand's elements are each used once, so it is memory-bound wherever that operand comes from
   memory, and PyTorch's ``FlopCounterMode`` counts none of them as a matrix product either.
 
 A mean is a sum then a scale (two nodes): its sum is merged and the scale stays. A product or sum
 in another dtype keeps its operands' dtypes and the sum's output dtype (``bf16 * bf16`` summed into
 ``fp32`` is a bf16 contraction accumulating in fp32, as a matrix unit does). The merged node keeps
-the sum's name, takes the op ``<product op>+<sum op>`` (one op when both are the same call) and the
-attribute ``contraction_of: <product node>, <sum node>``, so the file says what was rewritten.
+the sum's name, takes the op ``<product op>+<sum op>`` (the op once when both are the same) and the
+attribute ``contracted_product: <product node>``, so the file says what was rewritten. It runs where
+a frontend finishes its graph: ``GraphBuilder.build`` (PyTorch, JAX) and the loop-IR tracer, before
+validation, so the executor runs the merged einsum against the source program.
 
 >>> from solar_io.affine import parse_access as pa
 >>> mul = Node("mul", "einsum", "aten.mul", (pa("a[I, K]"), pa("b[K, J]")), (pa("p[I, J, K]"),),
@@ -56,8 +58,8 @@ from ...graph import Node
 
 __all__ = ["contract_products", "contraction_nodes", "CONTRACTION_ATTR"]
 
-#: the attribute a merged node carries: ``"<product node>, <sum node>"``
-CONTRACTION_ATTR = "contraction_of"
+#: the attribute a merged node carries: the name of the product node it absorbed
+CONTRACTION_ATTR = "contracted_product"
 
 
 def contract_products(nodes: Sequence[Node], keep: Collection[str], sizes: Mapping[str, int],
@@ -85,7 +87,7 @@ def contract_products(nodes: Sequence[Node], keep: Collection[str], sizes: Mappi
         j = reader_of.get(t)
         if t in keep or readers.get(t) != 1 or writer.get(t) != i or j is None or j <= i:
             continue
-        merged = _merge(p, nodes[j], sizes)
+        merged = _merge(p, nodes[j], sizes, [_stored_ranks(a, nodes, writer) for a in p.inputs])
         if merged is not None:
             out[j] = merged
             dropped.add(i)
@@ -131,8 +133,32 @@ def _is_product(n: Node, sizes: Mapping[str, int], immediates: Collection[str]) 
     return ranks is not None and set(ranks) == set(n.space) and len(ranks) == len(n.space)
 
 
-def _merge(p: Node, s: Node, sizes: Mapping[str, int]) -> Node | None:
-    """The contraction of product ``p`` summed by ``s``, or None if ``s`` is not a whole sum of it."""
+def _stored_ranks(a: Access, nodes: Sequence[Node], writer: Mapping[str, int]) -> set[str]:
+    """The ranks of a node's space that index the memory behind access ``a``: through the view copies
+    (``expand``, ``permute``, slices) that wrote its tensor, a rank a view broadcasts (an index
+    ``0`` of its source) indexes nothing. Stops at any other writer (a reshape view included)."""
+    dims = [set(e.ranks) for e in a.index or ()]
+    tensor = a.tensor
+    for _ in range(64):
+        i = writer.get(tensor)
+        w = nodes[i] if i is not None else None
+        if w is None or w.kind != "data_movement" or not w.view or w.movement != "copy" or len(w.inputs) != 1:
+            break
+        src, out = w.inputs[0], _plain(w.outputs[0])
+        if out is None or len(out) != len(dims) or src.index is None \
+                or any(isinstance(e, Indirect) for e in src.index):
+            break
+        by_rank = dict(zip(out, dims, strict=True))
+        if any(r not in by_rank for e in src.index for r in e.ranks):  # type: ignore[union-attr]
+            break
+        dims = [set().union(*(by_rank[r] for r in e.ranks)) for e in src.index]  # type: ignore[union-attr]
+        tensor = src.tensor
+    return set().union(*dims)
+
+
+def _merge(p: Node, s: Node, sizes: Mapping[str, int], reads: list[set[str]]) -> Node | None:
+    """The contraction of product ``p`` summed by ``s``, or None if ``s`` is not a whole sum of it
+    (``reads``: the ranks each operand's memory is indexed by, :func:`_stored_ranks`)."""
     if s.kind != "einsum" or s.map != "identity" or s.reduce != "add" or s.scan is not None \
             or s.init is not None or len(s.inputs) != 1 or len(s.outputs) != 1 or s.pad:
         return None
@@ -149,7 +175,6 @@ def _merge(p: Node, s: Node, sizes: Mapping[str, int]) -> Node | None:
         return None
     index = tuple(_renamed(e, rename) for e in out.index)  # type: ignore[arg-type]
     kept = {r for e in index for r in e.ranks}
-    reads = [{r for e in a.index or () for r in e.ranks} for a in p.inputs]
     reduced = [r for r in p.space if r not in kept]
     if any(r not in reads[0] | reads[1] for r in reduced):
         return None  # a reduced rank neither operand reads
@@ -158,7 +183,7 @@ def _merge(p: Node, s: Node, sizes: Mapping[str, int]) -> Node | None:
     if not all({r for r in reads[1 - k] - reads[k] if sizes.get(r, 0) > 1} for k in (0, 1)):
         return None  # an operand not broadcast: a dot of like tensors, or a matrix-vector product
     op = p.op if p.op == s.op else f"{p.op}+{s.op}"
-    attrs = tuple(sorted(dict(p.attrs) | dict(s.attrs) | {CONTRACTION_ATTR: f"{p.name}, {s.name}"}.items()))
+    attrs = tuple(sorted((dict(p.attrs) | dict(s.attrs) | {CONTRACTION_ATTR: p.name}).items()))
     return replace(s, op=op, space=tuple(p.space) + tuple(extra), inputs=p.inputs, outputs=(Access(out.tensor, index),),
                    map="mul", reduce="add", pad=p.pad, fill=p.fill, attrs=attrs,
                    location=s.location or p.location)

@@ -15,6 +15,7 @@ from dataclasses import replace
 from ...affine import Access
 from ...format.kernels import declare_kernels
 from ...graph import Graph, Node, Producer, Tensor
+from ..common.contract import contract_products
 from .ir import LoopIRError, Value
 
 
@@ -120,7 +121,8 @@ class Tracer:
         for old, new in rename.items():
             if new != old and new in self.tensors and new not in rename:
                 raise LoopIRError(f"output name {new} is already the name of another tensor")
-        nodes = _live(self.nodes, set(rename))
+        nodes = contract_products(_live(self.nodes, set(rename)), set(rename), self.ranks,
+                                  {t.name for t in self.tensors.values() if t.value is not None})
         read = {a.tensor for n in nodes for a in n.inputs}
         keep = read | {a.tensor for n in nodes for a in n.outputs} | {
             t.name for t in self.tensors.values() if t.role in ("input", "weight", "constant")
