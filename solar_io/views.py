@@ -41,7 +41,7 @@ from math import prod
 
 from .footprint import access_elements
 from .graph import Graph, Node
-from .metrics import BOUNDARY_ROLES, NodeMetrics, tensor_bytes
+from .metrics import BOUNDARY_ROLES, NodeMetrics, in_place_outputs, tensor_bytes
 
 
 class ViewChains:
@@ -138,7 +138,28 @@ def boundary_bytes(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
     # Outputs as their node writes them: an output that is a view moves no bytes itself.
     written = math.fsum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
     exposed = math.fsum(chains.exposed().values()) if chains is not None else 0.0
-    return math.fsum(source.values()) + written + exposed
+    return math.fsum(source.values()) + written + exposed + _in_place_rest(g, nodes)
+
+
+def _in_place_rest(g: Graph, nodes: Sequence[NodeMetrics]) -> float:
+    """What an output updated in place by a chain of scatters (``x[p] = a; x[q] = b; return x``) must
+    write besides its last scatter's elements: every scatter of the chain changed the input's memory,
+    so at least the largest of their writes (a lower bound on their union) reaches DRAM."""
+    in_place = in_place_outputs(g)
+    if not in_place:
+        return 0.0
+    writer = {a.tensor: k for k, n in enumerate(g.nodes) for a in n.outputs}
+    extra = 0.0
+    for out in in_place:
+        k = writer[out]
+        last = nodes[k].bytes_written.get(out, 0.0)
+        most, cur = last, g.nodes[k].init
+        while cur in writer and g.nodes[writer[cur]].init is not None:
+            j = writer[cur]
+            most = max(most, nodes[j].bytes_written.get(cur, 0.0))
+            cur = g.nodes[j].init
+        extra += most - last
+    return extra
 
 
 def boundary_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | None = None) -> dict[str, float]:

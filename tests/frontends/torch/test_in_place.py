@@ -1,0 +1,103 @@
+"""In-place updates of an input (format 1.5 ``updates``): a program that assigns into an input and
+returns it moves only what it writes; a functional update returned as a new tensor still pays the copy.
+
+Hand counts (fp32, ``pos`` int64): the cache is (1, 2, 16, 8) = 1024 B, the new rows ``k`` are
+(1, 2, 3, 8) = 192 B, ``pos`` holds 3 positions = 24 B, and the rows written are 2 x 3 x 8 elements
+= 192 B. In place the boundary is k + pos + the rows written; a new tensor is written whole and
+copies the 1024 - 192 = 832 B it does not overwrite from the cache.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from solar_io import bound, graph_metrics  # noqa: E402
+from solar_io.frontends.torch.capture import capture_source  # noqa: E402
+from solar_io.frontends.torch.loader import Source, _FnModule  # noqa: E402
+
+CACHE, ROWS, POS = 1024.0, 192.0, 24.0
+
+
+def capture(fn: Callable, *inputs: torch.Tensor):
+    src = Source(Path("case.py"), "case.py", "0" * 64, lambda: _FnModule(fn), lambda: [x.clone() for x in inputs])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return capture_source(src, validate=True).graph
+
+
+def cache_input(g) -> str:  # noqa: ANN001
+    """The graph's name of the cache input (a function's inputs are named by position)."""
+    (name,) = [t.name for t in g.tensors if t.role == "input" and g.shape(t.name) == (1, 2, 16, 8)]
+    return name
+
+
+def inputs() -> tuple[torch.Tensor, ...]:
+    return torch.randn(1, 2, 16, 8), torch.randn(1, 2, 3, 8), torch.tensor([4, 9, 10])
+
+
+def in_place(cache: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    cache[:, :, pos] = k
+    return cache
+
+
+@torch.no_grad()
+def in_place_no_grad(cache: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Under no_grad the export is functionalised: the update is the input's USER_INPUT_MUTATION and
+    the returned cache the same value (it used to be lowered as two outputs, the second a whole copy)."""
+    k2 = k * 2
+    cache[:, :, pos] = k2
+    return k2, cache
+
+
+def test_in_place_update_moves_only_the_written_rows():
+    g = capture(in_place, *inputs())
+    assert g.validation.status == "passed"
+    (out,) = [t for t in g.tensors if t.role == "output"]
+    assert out.updates == cache_input(g)
+    m = graph_metrics(g)
+    assert m.macs == 0 and m.boundary_bytes == ROWS + POS + ROWS  # k, pos, the rows written
+    r = bound(g, "h100-pcie", cache_aware=True)
+    assert r.unfused.bytes == r.fused.bytes == r.cache_aware.bytes == ROWS + POS + ROWS
+
+
+def test_functionalised_update_returned_is_one_output_in_place():
+    g = capture(in_place_no_grad, *inputs())
+    assert g.validation.status == "passed"
+    outs = [t for t in g.tensors if t.role == "output"]
+    assert [t.updates for t in outs] == [None, cache_input(g)] and not [n for n in g.nodes if n.op == "output_copy"]
+    m = graph_metrics(g)
+    assert m.macs == 0 and m.boundary_bytes == ROWS + POS + ROWS + ROWS  # k, pos, k2 returned, the rows written
+
+
+def test_functional_index_put_returned_as_a_new_tensor_pays_the_copy():
+    g = capture(lambda cache, k, pos: torch.ops.aten.index_put(cache, [None, None, pos], k), *inputs())
+    assert g.validation.status == "passed"
+    (out,) = [t for t in g.tensors if t.role == "output"]
+    assert out.updates is None
+    m = graph_metrics(g)
+    assert m.macs == 0 and m.boundary_bytes == (CACHE - ROWS) + ROWS + POS + CACHE  # the rest of cache, k, pos, out
+    assert bound(g, "h100-pcie", cache_aware=True).cache_aware.bytes == m.boundary_bytes
+
+
+def test_two_updates_of_one_input_chain_in_place():
+    """Two assignments into the cache: the second scatter (one row per head) starts from the first one's
+    result (three rows), whose own start is the cache, so the returned cache is still that input's
+    memory, and at least the larger write (the three rows: the two may overlap) reaches it."""
+    def twice(cache: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        cache[:, :, pos] = k
+        cache[:, :, pos[:1] + 3] = -k[:, :, :1]
+        return cache
+
+    g = capture(twice, *inputs())
+    assert g.validation.status == "passed"
+    assert [t.updates for t in g.tensors if t.role == "output"] == [cache_input(g)]
+    # k, pos (pos[:1] + 3 and -k[:, :, :1] are made on chip), the larger row set written
+    assert graph_metrics(g).boundary_bytes == ROWS + POS + ROWS
+    r = bound(g, "h100-pcie", cache_aware=True)
+    assert r.fused.bytes == ROWS + POS + ROWS and r.cache_aware.time >= r.fused.time
