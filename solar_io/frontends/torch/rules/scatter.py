@@ -6,8 +6,10 @@ shape, combine their source values into the elements they select with ``add``, `
 ``max`` or ``min`` (``scatter_add``, ``index_add``, ``index_put(accumulate=True)``,
 ``scatter_reduce``), or overwrite them (reduce ``none``: ``scatter``, ``index_copy``,
 ``index_put``). The elements no point selects keep ``self``'s values, so the node is charged
-for the selected elements only, like a gather, and never for a copy of ``self``: a lower bound
-whether or not the kernel runs in place.
+for the selected elements only, like a gather, and never for a copy of ``self``, wherever the result
+may share ``self``'s memory: an intermediate, or an output that is ``self`` (a user input) updated in
+place and returned (``updates``, format 1.5, set by ``lower._outputs``). A result returned as a new
+tensor is written whole and copies the unselected elements from ``self`` (:mod:`solar_io.metrics`).
 
 Overwrites with repeated indexes are not deterministic in torch (nor in the format); the
 reference executor keeps the last point, so validation of such a program may differ where
