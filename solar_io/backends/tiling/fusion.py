@@ -39,6 +39,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from solar_io.affine import AffineExpr
 from solar_io.graph import Graph, Node
@@ -115,9 +116,10 @@ def live_bytes(v: GraphTraffic, i: int, j: int) -> float:
     return peak
 
 
-@dataclass(frozen=True, slots=True)
-class ChainOption:
-    """One (sigma, tile) choice of a segment: traffic and capacity parts in bytes."""
+class ChainOption(NamedTuple):
+    """One (sigma, tile) choice of a segment: traffic and capacity parts in bytes (a named tuple: a graph
+    builds tens of thousands, 19k for a 32-layer Llama, and a frozen dataclass takes three times as long
+    to build)."""
 
     rank: str
     tile: int
@@ -306,20 +308,27 @@ def chain_front(opts: list[ChainOption]) -> ChainFront | None:
     """The :class:`ChainFront` of ``opts``; None when :func:`solve_chain` would not enumerate them at every
     capacity (an option with more than :data:`ENUMERATE_LIMIT` choices) or they have more than
     :data:`FRONT_LIMIT` choices in all."""
-    counts = [_counts(o) for o in opts]
+    by_others: dict[int, tuple[tuple[float, int], ...]] = {}  # the options of one class share one ``others``
+    counts = []
+    for o in opts:
+        cs = by_others.get(id(o.others))
+        if cs is None:
+            cs = by_others[id(o.others)] = _counts(o)
+        counts.append(cs)
     sizes = [math.prod(c + 1 for _, c in cs) for cs in counts]
     if not opts or max(sizes) > ENUMERATE_LIMIT or sum(sizes) > FRONT_LIMIT:
         return None
     choices: list[tuple[float, float, int, tuple[int, ...]]] = []  # (ws, q, option, keep), in enumeration order
-    kept: dict[tuple, list[tuple[tuple[int, ...], float]]] = {}  # counts -> (keep, resident bytes): options share them
+    kept: dict[tuple, tuple[float, list]] = {}  # counts -> (their bytes, [(keep, resident bytes)]): options share them
     for k, (o, cs) in enumerate(zip(opts, counts, strict=True)):
-        total = sum(b * c for b, c in cs)  # the same arithmetic as _enumerate, so the same floats
-        if cs not in kept:
-            kept[cs] = [(keep, sum(b * x for (b, _), x in zip(cs, keep, strict=True)))
-                        for keep in itertools.product(*(range(c + 1) for _, c in cs))]
+        got = kept.get(cs)
+        if got is None:  # the same arithmetic as _enumerate, so the same floats
+            got = kept[cs] = (sum(b * c for b, c in cs), [(keep, sum(b * x for (b, _), x in zip(cs, keep, strict=True)))
+                                                         for keep in itertools.product(*(range(c + 1) for _, c in cs))])
+        total, each = got
         tile_ws, base, tiles = o.tile_ws, o.base, o.tiles
         choices.extend((tile_ws + resident, base + tiles * total - (tiles - 1) * resident, k, keep)
-                       for keep, resident in kept[cs])
+                       for keep, resident in each)
     wss = [c[0] for c in choices]
     order = sorted(range(len(choices)), key=wss.__getitem__)  # stable: equal working sets keep their order
     ws, best = [], []

@@ -102,6 +102,49 @@ class Credit:
             got = self._sums[(i, j)] = (math.fsum(reread.values()), math.fsum(kept.values()))
         return got
 
+    def window_sums(self, w: int) -> tuple[list[list[float]], list[list[float]]]:
+        """:meth:`sums` of every window ``i..i+d`` (``d < w``) as two tables ``[d][i]`` (re-read, kept), kept
+        for :meth:`of` too; the same floats, built as runs grow instead of window by window.
+
+        A window's re-read bytes are the largest read of each root, over its reads of roots an earlier
+        node touched whose producer is outside it; its kept bytes the largest write of each root read
+        after it. With ``i`` fixed, the re-reads of roots produced before ``i`` only gain members as
+        the window grows to the right; with ``j`` fixed, the kept writes only gain members as it grows
+        to the left; each per-root maximum is then updated once per read or write, and ``math.fsum``
+        of the same values is the same float in any order. A read whose producer comes after it (an
+        in-place update) leaves a window once the window reaches that producer: windows starting where
+        such a read lies within reach are summed by :meth:`sums`."""
+        n = len(self.reads)
+        w = min(w, n)
+        reread = [[0.0] * (n - d) for d in range(w)]
+        kept = [[0.0] * (n - d) for d in range(w)]
+        sums = self._sums
+        fsum = math.fsum
+        later = [any(p > k for _, _, p, _ in self.reads[k]) for k in range(n)]  # a read produced after it
+        for i in range(n):
+            if any(later[i:i + w]):
+                for d in range(min(w, n - i)):
+                    reread[d][i] = self.sums(i, i + d)[0]
+                continue
+            acc: dict[str, float] = {}
+            for d in range(min(w, n - i)):
+                for t, b, p, f in self.reads[i + d]:
+                    if p < i and f < i:  # p <= i + d always here: outside the window is before it
+                        acc[t] = max(acc.get(t, 0.0), b)
+                reread[d][i] = fsum(acc.values())
+        for j in range(n):
+            acc = {}
+            for d in range(min(w, j + 1)):
+                for t, b, last in self.writes[j - d]:
+                    if last > j:
+                        acc[t] = max(acc.get(t, 0.0), b)
+                kept[d][j - d] = fsum(acc.values())
+        for d in range(w):
+            rd, kp = reread[d], kept[d]
+            for i in range(n - d):
+                sums.setdefault((i, i + d), (rd[i], kp[i]))
+        return reread, kept
+
 
 def cache_aware(g: Graph, gm: GraphMetrics, unit_times: list[dict[str, float]], bw: float, capacity: float,
                 fused_time: float, unfused_time: float, *, bound: str = "ilp", max_group: int = 8,

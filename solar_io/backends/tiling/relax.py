@@ -93,8 +93,10 @@ def breakpoints(n: int, limit: int, keep: frozenset[int] = frozenset()) -> tuple
     return tuple(sorted(out))
 
 
+@lru_cache(maxsize=1 << 14)
 def intervals(points: tuple[int, ...]) -> tuple[Interval, ...]:
-    """The options of sorted breakpoints (first 1, last N): ``[c_j, c_{j+1} - 1]`` and ``[N, N]``."""
+    """The options of sorted breakpoints (first 1, last N): ``[c_j, c_{j+1} - 1]`` and ``[N, N]`` (cached:
+    a pure function of its argument, and a chain's ranks ask for the same sizes again and again)."""
     return tuple(Interval(a, b - 1) for a, b in zip(points, points[1:], strict=False)) + \
         (Interval(points[-1], points[-1]),)
 

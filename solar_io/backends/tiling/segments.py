@@ -46,8 +46,8 @@ from .fusion import (
 from .ilp import Tiling, TimeLimitReached, solve
 from .structure import structure
 
-_CHAINS: dict[tuple, tuple[int, tuple[int, ...]] | None | str] = {}  # chain ILP answers by structure
-_FRONTS: dict[tuple, ChainFront | None] = {}  # the same answers at every capacity, by structure (chain_front)
+_CHAINS: dict[tuple[_Shape, float], tuple[int, tuple[int, ...]] | None | str] = {}  # chain ILP answers by structure
+_FRONTS: dict[_Shape, ChainFront | None] = {}  # the same answers at every capacity, by structure (chain_front)
 CHAIN_STATS = {"solved": 0, "hits": 0, "timeouts": 0}
 TIMED_OUT = "time limit"
 
@@ -62,6 +62,23 @@ def clear_chain_cache() -> None:
     _FRONTS.clear()
     CHAIN_STATS.update(solved=0, hits=0, timeouts=0)
     GENERATION[0] += 1
+
+
+class _Shape:
+    """The shape of a segment's chain options (what a chain answer depends on) as a dict key of the chain
+    caches: the tuple, hashed once (a key is looked up at every capacity, and a shape holds a tuple per
+    option, hundreds for a long chain); equal to another shape with an equal tuple."""
+
+    __slots__ = ("key", "_hash")
+
+    def __init__(self, key: tuple) -> None:
+        self.key, self._hash = key, hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Shape) and self._hash == other._hash and self.key == other.key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,13 +226,17 @@ class Segments:
                 self._static[key] = got
         return got
 
-    def _chain_options(self, i: int, j: int) -> tuple[list, tuple]:
+    def _chain_options(self, i: int, j: int) -> tuple[list, _Shape]:
         """:func:`.fusion.chain_options` of segment ``i..j`` and their shape (what the answer depends on:
         the key of the chain caches); capacity-independent: kept for every capacity of this graph when
         reusing, by position, since the options name its tensors."""
-        def build() -> tuple[list, tuple]:
+        def build() -> tuple[list, _Shape]:
             opts = chain_options(self.g, self.view, i, j)
-            return opts, tuple((o.tile, o.tiles, o.base, o.tile_ws, tuple(b for _, b in o.others)) for o in opts)
+            sizes: dict[int, tuple[float, ...]] = {}  # the options of one class share one ``others``
+            for o in opts:
+                if id(o.others) not in sizes:
+                    sizes[id(o.others)] = tuple(b for _, b in o.others)
+            return opts, _Shape(tuple((o.tile, o.tiles, o.base, o.tile_ws, sizes[id(o.others)]) for o in opts))
 
         if not self.reuse:
             return build()

@@ -39,8 +39,6 @@ class Windows:
         keys: dict[object, int] = {}
         self.first: list[tuple[int, int]] = []  # the first window of each context, in the partition's order
         ids = [[0] * (n - d) for d in range(self.w)]
-        reread = [[0.0] * (n - d) for d in range(self.w)]
-        kept = [[0.0] * (n - d) for d in range(self.w)]
         for j in range(n):
             for d in range(min(j + 1, self.w)):
                 i = j - d
@@ -50,7 +48,7 @@ class Windows:
                     k = keys[key] = len(self.first)
                     self.first.append((i, j))
                 ids[d][i] = k
-                reread[d][i], kept[d][i] = credit.sums(i, j)
+        reread, kept = credit.window_sums(self.w)
         self.ids = [np.array(x, dtype=np.intp) for x in ids]
         self.reread = [np.array(x, dtype=float) for x in reread]
         self.kept = [np.array(x, dtype=float) for x in kept]

@@ -99,3 +99,32 @@ def test_busiest_unit_sums_each_window_from_its_last_node_back() -> None:
                 sums = [a + float(b) for a, b in zip(sums, units[k], strict=True)]
             assert value == max(sums), (d, i)
     assert len(got) == 8 and [len(x) for x in got] == [23 - d for d in range(8)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_sums_equal_the_sums_of_each_window(seed: int) -> None:
+    """:meth:`Credit.window_sums` (built as runs grow) gives :meth:`Credit.sums` of every window exactly,
+    on random tables that include reads whose producer comes after them (in-place updates)."""
+    rng = np.random.default_rng(seed)
+    n, roots = 23, [f"t{r}" for r in range(6)]
+
+    def table() -> partition.Credit:
+        c = partition.Credit.__new__(partition.Credit)
+        c._sums = {}
+        c.reads, c.writes = [], []
+        for k in range(n):
+            c.reads.append(tuple((str(rng.choice(roots)), float(rng.integers(1, 9)) / 3, int(rng.integers(-1, n)),
+                                  int(rng.integers(0, k))) for _ in range(int(rng.integers(0, 4)) if k else 0)))
+            c.writes.append(tuple((str(rng.choice(roots)), float(rng.integers(0, 9)) / 7,
+                                   int(rng.integers(k + 1, n + 3))) for _ in range(int(rng.integers(0, 3)))))
+        return c
+
+    c = table()
+    ref = partition.Credit.__new__(partition.Credit)
+    ref._sums, ref.reads, ref.writes = {}, c.reads, c.writes
+    assert any(p > k for k in range(n) for _, _, p, _ in c.reads[k])  # the in-place case is drawn
+    reread, kept = c.window_sums(5)
+    for d in range(5):
+        for i in range(n - d):
+            assert (reread[d][i], kept[d][i]) == ref.sums(i, i + d)
+            assert c.of(i, i + d, 2.0) == ref.of(i, i + d, 2.0)
