@@ -16,6 +16,7 @@ import numpy as np
 
 from ...dtypes import DTYPES
 from ...graph import Graph, Validation
+from .contract import CONTRACTION_ATTR
 
 #: (rtol, atol) per dtype; atol is relative to max(1, the largest |reference| value).
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -59,14 +60,24 @@ def _exec_bytes(g: Graph, name: str) -> int:
 
 def graph_bytes(g: Graph) -> int:
     """Peak memory of executing ``g`` on numpy: every source tensor, plus the largest set of
-    intermediates alive at once (the executor drops an intermediate after its last reader)."""
+    intermediates alive at once (the executor drops an intermediate after its last reader).
+
+    The callers also take it as what the source program's own run needs, so a contraction the
+    frontend merged from a broadcast product and a sum (:mod:`.contract`) adds, while it runs, the
+    product the source program materialises there (one element per point of its space, at the
+    widest width the executor gives its operands)."""
     last = {a.tensor: i for i, n in enumerate(g.nodes) for a in n.inputs}
     produced = {a.tensor for n in g.nodes for a in n.outputs}
     live = sum(_exec_bytes(g, t.name) for t in g.tensors if t.name not in produced)
     peak = live
+    sizes = g.rank_sizes
     for i, n in enumerate(g.nodes):
         live += sum(_exec_bytes(g, a.tensor) for a in n.outputs)
-        peak = max(peak, live)
+        product = 0
+        if dict(n.attrs).get(CONTRACTION_ATTR):
+            width = max(_exec_bytes(g, a.tensor) // max(1, prod(g.shape(a.tensor))) for a in n.inputs)
+            product = max(width, 4) * prod(sizes[r] for r in n.space)
+        peak = max(peak, live + product)
         for a in {a.tensor for a in n.inputs}:
             if last.get(a) == i and g.tensor_map[a].role == "intermediate":
                 live -= _exec_bytes(g, a)

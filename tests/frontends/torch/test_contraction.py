@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 
 from solar_io.backends.bound import bound  # noqa: E402
 from solar_io.frontends.common.contract import CONTRACTION_ATTR  # noqa: E402
+from solar_io.frontends.common.validation import graph_bytes  # noqa: E402
 from solar_io.frontends.torch.capture import capture_source  # noqa: E402
 from solar_io.frontends.torch.loader import Source, _FnModule  # noqa: E402
 from solar_io.hardware.catalog import load_spec  # noqa: E402
@@ -57,6 +58,9 @@ def test_matmul_written_as_broadcast_product_and_sum():
     a, b = torch.randn(m, k), torch.randn(k, n)
     assert gm.macs == flop_counter_macs(torch.matmul, a, b) == m * k * n
     assert gm.flops_matrix == 2 * m * k * n and gm.flops_vector == 0
+    # the validation budget still counts the product eager PyTorch materialises (fp32: 4 bytes a point):
+    # inputs, their unsqueezed views (counted as the executor's arrays), the output and the product
+    assert graph_bytes(g) == 4 * (2 * (m * k + k * n) + m * n + m * k * n)
 
 
 def mamba_g(c: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
