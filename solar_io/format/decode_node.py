@@ -32,6 +32,8 @@ NODE_KEYS = keys("node")
 #: Node fields each kind requires / also allows (:data:`.kinds.KIND_RULES`).
 KIND_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     kind: (rule.required, rule.allowed) for kind, rule in KIND_RULES.items()}
+#: Node fields a node of each kind may have: its required and allowed ones and the common ones.
+_PERMITTED: dict[str, frozenset[str]] = {kind: req | ok | COMMON_NODE for kind, (req, ok) in KIND_FIELDS.items()}
 
 
 def _access(dec: _Decoder, v: Any, path: tuple) -> Access | None:
@@ -60,12 +62,13 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     op = dec.get(d, "op", path, (str,), True, what)
     if kind is None:
         return None
-    required, allowed = KIND_FIELDS[kind]
+    required = KIND_FIELDS[kind][0]
     for k in required:
         if k not in d:
             dec.err(path, f"{what} ({kind}) is missing required field {k!r}")
+    permitted = _PERMITTED[kind]
     for k in d:
-        if k in NODE_KEYS and k not in required | allowed | COMMON_NODE:
+        if k in NODE_KEYS and k not in permitted:
             dec.err(path + (k,), f"field {k!r} is not allowed on a {kind} node")
     location = dec.get(d, "location", path, (str,), False, what)
     space = dec.rank_list(d["space"], path + ("space",)) if "space" in d else ()
