@@ -31,6 +31,7 @@ from .eager import no_dropout
 from .eager_record import RANDOM_OPS, RandomRecorder, SelectionRecorder, _fill_selections, _replay_random
 from .specialise import Plan, forcing, replaying
 from .uninit import deterministic_memory, filled_graph
+from .widen import NARROW, Float64Mode, widened, widened_graph
 
 if TYPE_CHECKING:
     from .capture import Capture
@@ -174,41 +175,46 @@ def _validate_whole(cap: Capture, seed: int) -> Validation:
 
 
 def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | None:
-    """The record of a second comparison in float64 when the float32 one failed, or None when it
+    """The record of a second comparison in float64 when the first one failed, or None when it
     fails too or does not apply.
 
-    An ill-conditioned model (a train-mode batch norm over two values, a hundred layers deep)
-    turns float32 rounding, which eager PyTorch and the executor accumulate in different orders,
-    into large output differences. Rerun both in float64, the model through ``.double()`` and the
-    graph with its fp32 tensors read as fp64, with the same tolerances: a wrong lowering still
-    differs, rounding no longer does. Only models whose floating tensors are all fp32 qualify."""
+    An ill-conditioned model (a train-mode batch norm over two values, a hundred layers deep;
+    attention over logits of 10^4 from unscaled random weights) turns rounding, which eager
+    PyTorch and the executor do in different orders, into large output differences. Rerun both
+    in float64 (:mod:`.widen`): the model with every floating dtype of every ATen call widened, so
+    precision the code pins (``x.to(torch.float32)``, ``softmax(dtype=torch.float32)``, a bf16
+    ``.to``) is widened too, and the graph with its fp32 / bf16 / fp16 tensors read as fp64. The
+    outputs are held to float32's tolerances whatever their dtype: a wrong lowering still differs,
+    rounding no longer does. Only graphs whose floating tensors are all fp32, bf16 or fp16 (float64
+    holds each of their values exactly) and that have no opaque node qualify."""
     g = cap.graph
     floats = {t.dtype for t in g.tensors if t.dtype.startswith(("fp", "bf"))}
-    if floats != {"fp32"} or cap.lowered.opaque:
+    narrow = set(NARROW.values())
+    if not floats or not floats <= narrow or cap.lowered.opaque:
         return None
     try:
         torch.manual_seed(seed)
         model = cap.source.model("cpu").double()
         torch.manual_seed(seed + 1)
-        inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                  for x in cap.source.inputs("cpu")]
+        inputs = [widened(x) for x in cap.source.inputs("cpu")]
         arrays = _snapshot(cap, model, inputs)
-        with torch.no_grad(), no_dropout(), forcing(cap.plan):
+        with torch.no_grad(), no_dropout(), forcing(cap.plan), Float64Mode():
             ref = _flat_tensors(model(*inputs))
         if arrays is None or len(ref) != len(cap.outputs):
             return None
-        run = filled_graph(cap)
-        wide = replace(run, tensors=tuple(replace(t, dtype="fp64") if t.dtype == "fp32" else t for t in run.tensors))
         with np.errstate(all="ignore"):
-            got = execute(wide, arrays)
+            got = execute(widened_graph(filled_graph(cap)), arrays)
     except Exception:
         return None
     want = {name: r.detach().numpy() for name, r in zip(cap.outputs, ref, strict=True)}
-    record, bad = compare(g, got, want, reference=first.reference, seed=seed)
+    held = replace(g, tensors=tuple(replace(t, dtype="fp32") if t.dtype in narrow else t for t in g.tensors))
+    record, bad = compare(held, got, want, reference=first.reference, seed=seed)
     if bad:
         return None
-    return replace(record, reason=f"float32 outputs differ ({first.reason}); the float64 rerun of the model and "
-                                  f"of the graph agrees, so the difference is float32 rounding the model amplifies")
+    shown = "/".join(sorted(str(d).removeprefix("torch.") for d, name in NARROW.items() if name in floats))
+    return replace(record, reason=f"{shown} outputs differ ({first.reason}); the float64 rerun of the model and of "
+                                  f"the graph agrees within float32's tolerances, so the difference is {shown} "
+                                  "rounding the model amplifies")
 
 
 def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[str, np.ndarray] | str:

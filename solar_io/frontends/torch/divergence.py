@@ -2,7 +2,9 @@
 
 The graph runs on the reference executor with every tensor kept, the exported program is re-run
 node by node (``torch.fx.Interpreter``), and each fx node's value is compared with the graph tensor
-it was lowered to, with the dtype's tolerances; ops whose memory is uninitialised are skipped.
+it was lowered to, with the dtype's tolerances; ops whose memory is uninitialised are skipped. The
+program was traced on the meta device: its device arguments run on the CPU and export's metadata
+checks (which name meta) are skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ from .uninit import filled_graph, is_uninitialised
 
 if TYPE_CHECKING:
     from .capture import Capture
+
+
+#: Export's checks of a tensor's dtype and device (before a ``.to``): they name the meta device the
+#: program was traced on, and the rerun is on the CPU.
+_META_CHECKS = (torch.ops.aten._assert_tensor_metadata.default,)
+
+
+def _on_cpu(v: Any) -> Any:
+    """A device argument of the traced program (``torch.full(..., device=x.device)`` on meta) as the CPU."""
+    return torch.device("cpu") if isinstance(v, torch.device) and v.type == "meta" else v
 
 
 def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.nn.Module,
@@ -42,9 +54,15 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
 
         class Rec(torch.fx.Interpreter):
             def run_node(self, n: Any) -> Any:
+                if n.op == "call_function" and n.target in _META_CHECKS:  # the trace's device is meta
+                    return None
                 r = super().run_node(n)
                 values[n.name] = r
                 return r
+
+            def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
+                args, kwargs = torch.utils._pytree.tree_map(_on_cpu, (args, kwargs))
+                return super().call_function(target, args, kwargs)
 
         with torch.no_grad(), KernelFallback():
             Rec(cap.program.graph_module).run(*env)

@@ -101,3 +101,45 @@ def test_a_wrong_view_rule_is_caught_at_reduced_sizes(monkeypatch: pytest.Monkey
     monkeypatch.setitem(RULES, "aten.view", wrong)
     v = capture_source(_split_heads_source(), validate=True, validate_budget=TINY).graph.validation
     assert v.status == "failed" and "aten.view" in v.reason, v.reason
+
+
+ROUTED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Top-1 routing of 64 tokens to 2 experts: each expert's rows are a specialised index of 32 rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 2, bias=False)
+        self.experts = nn.ModuleList(nn.Linear(8, 8, bias=False) for _ in range(2))
+
+    def forward(self, x):
+        idx = torch.topk(self.gate(x), 1, dim=-1).indices[:, 0]
+        out = torch.zeros_like(x)
+        for e in range(2):
+            rows = torch.where(idx == e)[0]
+            out.index_add_(0, rows, self.experts[e](x[rows]))
+        return out
+
+
+def get_inputs():
+    return [torch.randn(64, 8)]
+'''
+
+
+def test_a_specialised_index_is_checked_at_the_shape_of_its_values(tmp_path: Path):
+    """The shape of ``solar_io::specialised_index`` is that of its stored values, not a size to
+    reduce: reduced to 16 rows, the one-op program declared 16 rows and the op returned its 32 (the
+    check failed: 'output specialised_index must have shape (16, 1), got (32, 1)')."""
+    p = tmp_path / "routed.py"
+    p.write_text(ROUTED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = capture_source(load_source(p), validate=True, validate_budget=TINY, routing="balanced").graph
+    assert g.validation.method == "reference-executor per node"
+    assert g.validation.status == "passed", g.validation.reason
+    index = [t for t in g.tensors if t.name.startswith("specialised_index") and t.dtype == "int64"]
+    assert index and all(g.shape(t.name)[0] == 32 for t in index)
