@@ -31,6 +31,7 @@ from solar_io.dtypes import ALIASES, DTYPES
 from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.hardware.catalog import split_clock
+from solar_io.metrics import in_place_outputs
 from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 from ..format.files import load
@@ -217,6 +218,9 @@ def _report(gt: GraphTraffic, spec: HardwareSpec, clock_note: str | None, option
                          f"at most S = {s:.6g} B ({s_source}) of re-read and of written data each")
     if clock_note:
         notes.setdefault(clock_note)
+    for out in sorted(in_place_outputs(g)):
+        notes.setdefault(f"in place: output {out} is input {g.tensor_map[out].updates} updated in place (the file's "
+                         "'updates'): only the elements its scatters write are charged, not a copy of the input")
     kernels = kernel_rows(g, nodes, groups, ktraffic, kdram, bw)
     merged = len(nodes) - len(kernels)
     note = UNFUSED_NOTE + (MERGED_NOTE.format(nodes=len(nodes), kernels=len(kernels)) if merged else "")

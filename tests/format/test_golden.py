@@ -383,5 +383,9 @@ def test_in_place_update_moves_only_the_written_rows():
     m = solar_io.graph_metrics(g)
     assert m.boundary_bytes == 64 + 64 + 16 + (64 + 192 + 256)
     assert m.macs == 0
+    r = solar_io.bound(g, "h100-pcie", residency=False)
+    assert r.fused.bytes == m.boundary_bytes and r.unfused.bytes == (64 + 16 + 64) + (192 + 64 + 16 + 256)
+    assert [n for n in r.notes if n.startswith("in place: output index_put_ is input cache")]
     functional = dataclasses.replace(g, tensors=tuple(dataclasses.replace(t, updates=None) for t in g.tensors))
     assert solar_io.graph_metrics(functional).boundary_bytes == 2 * (64 + 192 + 256) + 16
+    assert not [n for n in solar_io.bound(functional, "h100-pcie").notes if n.startswith("in place")]
