@@ -257,3 +257,44 @@ def test_a_corpus_folder_keeps_subsets_and_one_bad_problem_does_not_stop_the_res
     assert f"{corpus}/L2/broken/definition.json: inputs.A.dtype: unknown dtype 'float12'" in r.stderr
     assert (tmp_path / "g" / "L1" / "gemm_n64_k32.a.yaml").is_file()
     assert "1/2 workloads captured" in r.stderr
+
+
+KV_UPDATE = {
+    "name": "rope_kv_update_small", "custom_inputs_entrypoint": "get_inputs",
+    "axes": {"S": {"type": "var"}, "H": {"type": "const", "value": 2}, "T": {"type": "const", "value": 32},
+             "D": {"type": "const", "value": 8}},
+    "inputs": {"key": {"shape": ["H", "S", "D"], "dtype": "bfloat16"},
+               "key_cache": {"shape": ["H", "T", "D"], "dtype": "bfloat16"},
+               "cache_position": {"shape": ["S"], "dtype": "int64"}},
+    "outputs": {"key_scaled": {"shape": ["H", "S", "D"], "dtype": "bfloat16"},
+                "key_cache_out": {"shape": ["H", "T", "D"], "dtype": "bfloat16"}},
+    "reference": ("import torch\n\ndef get_inputs(axes_and_scalars, device):\n"
+                  "    S = axes_and_scalars['S']\n"
+                  "    return {'cache_position': torch.arange(3, 3 + S, dtype=torch.int64, device=device)}\n\n"
+                  "@torch.no_grad()\n"
+                  "def run(key, key_cache, cache_position):\n"
+                  "    key_scaled = key * 2\n"
+                  "    key_cache[:, cache_position] = key_scaled\n"
+                  "    return key_scaled, key_cache\n"),
+}
+
+
+def test_a_reference_that_updates_its_input_in_place_moves_only_the_written_rows(tmp_path):
+    """SOL-ExecBench L1/018's shape: ``run`` assigns into the cache it is given and returns it. The graph
+    has the definition's two outputs (not a third whole copy), the cache output ``updates`` the input, and
+    the boundary is, by hand (bf16, int64): key 2 x S x 8 in, the positions, key_scaled out, and the S rows
+    per head written into the cache; not the 2 x 32 x 8 cache read and written whole."""
+    from solar_io.frontends.trace.problems import capture_problem
+
+    S = 4
+    d = _problem(tmp_path, KV_UPDATE, [{"uuid": "u", "axes": {"S": S},
+                                        "inputs": {"key": {"type": "random"}, "key_cache": {"type": "random"},
+                                                   "cache_position": {"type": "custom"}}}])
+    (r,) = capture_problem(d, None, keep_graphs=True)
+    assert r.status == "captured" and r.validation == "passed", r.error
+    g = r.graph
+    outs = [t for t in g.tensors if t.role == "output"]
+    assert [t.updates for t in outs] == [None, "key_cache"]
+    rows = 2 * 2 * S * 8  # bytes of one (H, S, D) bf16 tensor
+    m = solar_io.graph_metrics(g)
+    assert m.macs == 0 and m.boundary_bytes == rows + 8 * S + rows + rows
