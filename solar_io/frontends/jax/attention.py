@@ -161,15 +161,55 @@ def _bind(eqn: Any, args: Sequence[Any]) -> list[Any]:  # noqa: ANN401
     return list(out) if eqn.primitive.multiple_results else [out]
 
 
-def _replay(r: Region, s0: Any, extras: Sequence[Any]) -> Any:  # noqa: ANN401
-    """``mod(s0, extras)``: the region's chain evaluated on new values."""
-    env = dict(r.consts)
+def _replay(r: Region, s0: Any, extras: Sequence[Any], pinned: bool = False) -> Any:  # noqa: ANN401
+    """``mod(s0, extras)``: the region's chain evaluated on new values.
+
+    ``pinned`` (the fused forward): every part of the mask is computed from values tied to the scores,
+    so that partial evaluation cannot move it out of the kernel. A scan's linearization hoists what
+    its body computes from loop constants alone (``lax.scan``'s loop-invariant residuals): a causal
+    mask made from ``iota`` would be computed once outside the loop and read by every step's kernel
+    as an ``[B, H, S, T]`` tensor. So the extras and constants pass through one
+    ``optimization_barrier`` with the scores, an ``iota`` is a broadcast of a 1-d ``iota`` plus a
+    zero from that barrier, and an equation of literals alone reads them through the same zero:
+    what can still be hoisted is a 1-d index vector and scalars."""
+    consts = list(r.consts.items())
+    env: dict[Any, Any] = {}
+    zero = None
+    if pinned:
+        zero, s0, *pins = jax.lax.optimization_barrier((np.int32(0), s0, *extras, *[c for _, c in consts]))
+        extras, values = pins[:len(extras)], pins[len(extras):]
+        env.update(zip([v for v, _ in consts], values, strict=True))
+    else:
+        env.update(consts)
     env.update(zip(r.extras, extras, strict=True))
     env[r.qk.outvars[0]] = s0
-    for e in r.chain:
-        args = [v.val if isinstance(v, jcore.Literal) else env[v] for v in e.invars]
-        env.update(zip(e.outvars, _bind(e, args), strict=True))
+    _evaluate(r.chain, env, zero)
     return env[r.x]
+
+
+def _evaluate(eqns: Sequence[Any], env: dict[Any, Any], zero: Any) -> None:  # noqa: ANN401
+    """Bind ``eqns`` on ``env`` (updated with their results); with ``zero`` (a traced 0), jitted calls
+    are inlined and equations of indices, literals and constants alone are tied to it (:func:`_replay`)."""
+    for e in eqns:
+        args = [v.val if isinstance(v, jcore.Literal) else env[v] for v in e.invars]
+        name = e.primitive.name
+        if zero is None:
+            outs = _bind(e, args)
+        elif name in JITS:
+            sub = e.params["jaxpr"]
+            inner = dict(zip(sub.jaxpr.constvars, sub.consts, strict=True))
+            inner.update(zip(sub.jaxpr.invars, args, strict=True))
+            _evaluate(sub.jaxpr.eqns, inner, zero)
+            outs = [v.val if isinstance(v, jcore.Literal) else inner[v] for v in sub.jaxpr.outvars]
+        elif name == "iota":
+            shape, dim, dt = e.params["shape"], e.params["dimension"], e.params["dtype"]
+            line = jax.lax.iota(dt, shape[dim]) + zero.astype(dt)
+            outs = [jax.lax.broadcast_in_dim(line, shape, (dim,))]
+        elif not any(isinstance(a, jax.core.Tracer) for a in args):  # literals and constants alone
+            outs = _bind(e, [jnp.where(zero == 0, a, a) for a in args])
+        else:
+            outs = _bind(e, args)
+        env.update(zip(e.outvars, outs, strict=True))
 
 
 def _named(fn: Callable, name: str) -> Callable:
@@ -191,7 +231,7 @@ def fused(r: Region) -> Callable[..., Any]:
         return _bind(r.pv, [p, v] if side == 0 else [v, p])[0]
 
     def forward(q: Any, k: Any, v: Any, *extras: Any) -> Any:  # noqa: ANN401
-        x = scores(q, k, extras).astype(stats)
+        x = _replay(r, _bind(r.qk, [q, k])[0], extras, pinned=True).astype(stats)
         mx = jnp.max(x, axis=axes, keepdims=True)
         lse = mx + jnp.log(jnp.sum(jnp.exp(x - mx), axis=axes, keepdims=True))
         return attend(jnp.exp(x - lse).astype(p_dtype), v), lse
@@ -263,11 +303,13 @@ def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int, bool]]]
     return Assumption("training", "attention", f"{n} {detail}", tuple(values))
 
 
-def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int]) -> list[Any]:  # noqa: ANN401
-    """Evaluate ``jaxpr`` with every matched attention replaced by :func:`fused` (needed values only)."""
+def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int],  # noqa: ANN401
+         times: int = 1) -> list[Any]:
+    """Evaluate ``jaxpr`` with every matched attention replaced by :func:`fused` (needed values only);
+    ``times``: how often the caller runs ``jaxpr`` (a scan body's steps), for the count of calls."""
     regions = find_regions(jaxpr, consts)
     skip = {i for r in regions.values() for i in r.eqns} - set(regions)
-    count[0] += len(regions)
+    count[0] += len(regions) * times
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
     env.update(zip(jaxpr.invars, args, strict=True))
 
@@ -287,12 +329,14 @@ def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int
         name = e.primitive.name
         if name in JITS:
             sub = e.params["jaxpr"]
-            outs = _run(sub.jaxpr, sub.consts, ins, count)
+            outs = _run(sub.jaxpr, sub.consts, ins, count, times)
         elif name in ("checkpoint", "remat"):
             sub = e.params["jaxpr"]
-            fn = jax.checkpoint(lambda *a, sub=sub: _run(sub, (), a, count), prevent_cse=e.params["prevent_cse"],
+            fn = jax.checkpoint(lambda *a, sub=sub: _run(sub, (), a, count, times), prevent_cse=e.params["prevent_cse"],
                                 policy=e.params["policy"])
             outs = fn(*ins)
+        elif name == "scan" and _holds_match(e.params["jaxpr"].jaxpr):
+            outs = _scan(e, ins, count, times)
         else:
             outs = _bind(e, ins)
         env.update(zip(e.outvars, outs, strict=True))
@@ -319,10 +363,30 @@ def fuse_attention(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[Callabl
     return rewritten, count[0]
 
 
+def _scan(e: Any, ins: Sequence[Any], count: list[int], times: int) -> list[Any]:  # noqa: ANN401
+    """The ``scan`` equation ``e`` run on ``ins`` with the attention in its body fused (a scanned layer
+    stack, Flax ``nn.scan``): the same scan, its body rewritten by :func:`_run`."""
+    p = e.params
+    body, nc, nk = p["jaxpr"], p["num_consts"], p["num_carry"]
+    consts, carry, xs = list(ins[:nc]), list(ins[nc:nc + nk]), list(ins[nc + nk:])
+
+    def step(c: list[Any], x: list[Any]) -> tuple[list[Any], list[Any]]:  # noqa: ANN401
+        outs = _run(body.jaxpr, body.consts, [*consts, *c, *x], count, times * int(p["length"]))
+        return outs[:nk], outs[nk:]
+
+    c, ys = jax.lax.scan(step, carry, xs, length=int(p["length"]), reverse=p["reverse"], unroll=p["unroll"])
+    return [*c, *ys]
+
+
+def _holds_match(jaxpr: Any) -> bool:  # noqa: ANN401
+    """Whether ``jaxpr`` or one of its sub-jaxprs holds a match."""
+    return bool(find_regions(jaxpr)) or _nested(jaxpr)
+
+
 def _nested(jaxpr: Any) -> bool:  # noqa: ANN401
-    """Whether a jitted or checkpointed sub-jaxpr holds a match."""
+    """Whether a jitted, checkpointed or scanned sub-jaxpr holds a match."""
     for e in jaxpr.eqns:
-        if e.primitive.name in JITS or e.primitive.name in ("checkpoint", "remat"):
+        if e.primitive.name in JITS or e.primitive.name in ("checkpoint", "remat", "scan"):
             sub = e.params["jaxpr"]
             inner = sub.jaxpr if hasattr(sub, "jaxpr") else sub
             if find_regions(inner) or _nested(inner):

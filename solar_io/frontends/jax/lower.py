@@ -162,12 +162,14 @@ class Lowerer:
                 return self.run_closed(sub, ins[len(ins) - n:])
             start, made = len(self.b.nodes), len(self.b.tensors)  # a fused attention call (attention.py)
             outs = self.run_closed(sub, ins[len(ins) - n:])
-            self.kernels += 1
-            kid = f"fused_attention_{fused}#{self.kernels}"
-            self.b.nodes[start:] = [replace(nd, kernel=kid) for nd in self.b.nodes[start:]]
             for t in list(self.b.tensors)[made:]:  # its index tables (a causal mask's iotas) are computed in it
                 if t in self.iota_tables:
                     self.b.tensors[t].generated = True
+            if len(self.b.nodes) == start:  # the index vectors a scan hoisted out of the call: no kernel
+                return outs
+            self.kernels += 1
+            kid = f"fused_attention_{fused}#{self.kernels}"
+            self.b.nodes[start:] = [replace(nd, kernel=kid) for nd in self.b.nodes[start:]]
             d_o = ins[len(ins) - n + 4] if fused == "backward" else None
             if isinstance(d_o, str):  # its recomputation of the probabilities: what d_o (input 4) does not reach
                 self.uncharged.extend(_unreached(self.b.nodes[start:], d_o))
