@@ -42,7 +42,8 @@ def as_shell(argv: list[str]) -> int:
     cmd = argv[argv.index("-c") + 1] if "-c" in argv else ""
     start, cpu0 = time.perf_counter(), _children_cpu()
     rc = subprocess.run(["/bin/sh", *argv]).returncode
-    row = {"wall": time.perf_counter() - start, "cpu": _children_cpu() - cpu0, "cmd": " ".join(cmd.split())}
+    shown = " ".join(cmd.replace("\\\n", " ").split())  # a line continued with a backslash, as one
+    row = {"wall": time.perf_counter() - start, "cpu": _children_cpu() - cpu0, "cmd": shown}
     with open(os.environ[LOG_ENV], "a") as log:
         log.write(json.dumps(row) + "\n")
     return rc
