@@ -101,3 +101,19 @@ def test_two_updates_of_one_input_chain_in_place():
     assert graph_metrics(g).boundary_bytes == ROWS + POS + ROWS
     r = bound(g, "h100-pcie", cache_aware=True)
     assert r.fused.bytes == ROWS + POS + ROWS and r.cache_aware.time >= r.fused.time
+
+
+def test_slice_assignment_into_the_input_moves_the_slice_only():
+    """``cache[:, :, 2:5] = k`` (functionalised to slice_scatter of the input): a scatter from the cache
+    through a generated position table (0 bytes), in place: k in, the slice (192 B) written."""
+    def sliced(cache: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        cache[:, :, 2:5] = k
+        return cache
+
+    g = capture(sliced, *inputs())
+    assert g.validation.status == "passed"
+    assert [t.updates for t in g.tensors if t.role == "output"] == [cache_input(g)]
+    assert graph_metrics(g).boundary_bytes == ROWS + ROWS
+    fresh = capture(lambda cache, k, pos: torch.slice_scatter(cache, k, dim=2, start=2, end=5), *inputs())
+    assert [t.updates for t in fresh.tensors if t.role == "output"] == [None]
+    assert graph_metrics(fresh).boundary_bytes == (CACHE - ROWS) + ROWS + CACHE  # a new tensor: the copy

@@ -3,7 +3,10 @@ elementwise odds and ends (isnan, isinf, trunc, frac, floor_divide, outer) and e
 metadata assertion (``_assert_tensor_metadata``: checked when the program is traced, no work).
 
 ``x[a:b] = src`` reaches the graph as ``slice_scatter``: the result is the concat of the
-untouched slices of ``x`` around ``src`` (step 1), so its bytes are those of a real copy.
+untouched slices of ``x`` around ``src`` (step 1), so its bytes are those of a real copy. Into a
+graph input (``cache[:, :, a:b] = k`` on the cache the program is given, functionalised) it is a
+scatter starting from the input instead, as a strided slice is: returned, the input updated in
+place (format 1.5 ``updates``) moves only the slice; returned as a new tensor it is written whole.
 """
 
 from __future__ import annotations
@@ -35,9 +38,15 @@ def slice_scatter(ctx: LowerCtx, a: Args) -> T:
     x, src = a.self, a.src
     dim = (a.dim or 0) % len(ctx.shape(x))
     start, end, step = slice(a.start, a.end, a.step or 1).indices(ctx.shape(x)[dim])
-    if step != 1:
+    if step != 1 or _graph_input(ctx, x):
         return _scatter_strided(ctx, x, src, dim, start, step)
     return _scatter_slice(ctx, x, src, dim, start, end)
+
+
+def _graph_input(ctx: LowerCtx, x: T) -> bool:
+    """True when ``x`` is a user input of the program (the memory an in-place update writes into)."""
+    t = ctx.b.tensors.get(x.name)
+    return t is not None and t.role == "input"
 
 
 def _scatter_strided(ctx: LowerCtx, x: T, src: T, dim: int, start: int, step: int) -> T:
@@ -62,7 +71,10 @@ def select_scatter(ctx: LowerCtx, a: Args) -> T:
     i = a.index % ctx.shape(x)[dim]
     shape = list(ctx.shape(src))
     shape.insert(dim, 1)
-    return _scatter_slice(ctx, x, ctx.reshape(src, shape, suffix="unsqueezed"), dim, i, i + 1)
+    src = ctx.reshape(src, shape, suffix="unsqueezed")
+    if _graph_input(ctx, x):
+        return _scatter_strided(ctx, x, src, dim, i, 1)
+    return _scatter_slice(ctx, x, src, dim, i, i + 1)
 
 
 @rule("aten.copy")
