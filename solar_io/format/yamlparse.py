@@ -27,6 +27,7 @@ _SPECIAL = {"null": None, "true": True, "false": False, ".inf": math.inf, "-.inf
             ".nan": math.nan, "{}": None, "[]": None}
 _ESC = re.compile(r'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|["\\nt])')
 _LINE = re.compile(r"( *)(.*)\Z")
+_BAD_LINE = re.compile(r"^ *(?:$|#|---)", re.M)  # a line of canonical text is never blank, a comment or ---
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-/]*):(?: (.*))?\Z")
 
 
@@ -84,14 +85,14 @@ def _scalar(tok: str, flow: bool = False) -> object:
 def _fast_parse(text: str) -> object:
     if "\t" in text or "\r" in text or not text.endswith("\n"):
         raise _NotCanonical
-    indents: list[int] = []
-    contents: list[str] = []
-    for s in text.split("\n")[:-1]:
-        content = s.lstrip(" ")
-        if not content or content[0] == "#" or (" #" in content and '"' not in content) or content.startswith("---"):
-            raise _NotCanonical
-        indents.append(len(s) - len(content))
-        contents.append(content)
+    if _BAD_LINE.search(text, 0, len(text) - 1):  # a blank line, a comment, a document marker
+        raise _NotCanonical
+    lines = text.split("\n")
+    lines.pop()
+    contents = [s.lstrip(" ") for s in lines]
+    if " #" in text and any(" #" in c and '"' not in c for c in contents):  # a trailing comment
+        raise _NotCanonical
+    indents = [len(s) - len(c) for s, c in zip(lines, contents, strict=True)]
     if not contents or indents[0] != 0:
         raise _NotCanonical
     p = _Parser(indents, contents)

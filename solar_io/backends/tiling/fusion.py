@@ -160,6 +160,8 @@ def chain_options(g: Graph, v: GraphTraffic, i: int, j: int) -> list[ChainOption
             for a in (*n.inputs, *n.outputs):
                 common &= set(tmap[a.tensor].ranks)
     sizes = g.rank_sizes
+    if all(sizes[r] <= 1 for r in common):  # no rank to tile along (a whole graph, as a rule): no option
+        return []
     roots_ranks: dict[str, set[str]] = {}  # root -> the ranks every access of it in the segment indexes
     for n in nodes:
         for a in (*n.inputs, *n.outputs):
