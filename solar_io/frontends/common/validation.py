@@ -9,7 +9,7 @@ record; ``skipped`` builds the record for a check that was not run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 import numpy as np
@@ -162,3 +162,13 @@ def _clean(x: float) -> float:
 def skipped(reason: str) -> Validation:
     """The record of a validation that was not run."""
     return Validation("skipped", "none", reason=reason)
+
+
+#: floating dtypes whose every value float64 holds exactly: a float64 rerun starts from the same values
+NARROW_FLOATS = ("fp32", "bf16", "fp16")
+
+
+def widened_graph(g: Graph) -> Graph:
+    """``g`` with its fp32 / bf16 / fp16 tensors declared fp64 (the executor then rounds none of them):
+    the graph's side of a float64 rerun, which tells rounding a model amplifies from a wrong lowering."""
+    return replace(g, tensors=tuple(replace(t, dtype="fp64") if t.dtype in NARROW_FLOATS else t for t in g.tensors))

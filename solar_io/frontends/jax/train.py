@@ -44,7 +44,7 @@ from ..common.training import (
     rename_tensors,
     with_training_assumption,
 )
-from ..common.validation import compare, skipped
+from ..common.validation import NARROW_FLOATS, compare, skipped, widened_graph
 from .attention import fuse_attention, fused_assumption
 from .capture import DEFAULT_BUDGET, Program, _np, _param_names, input_hints, load_program
 from .lower import Lowerer, file_dtype
@@ -185,7 +185,7 @@ def _validate(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: Any, 
     float32's tolerances: rounding no longer differs, a wrong lowering still does."""
     first = _compare_step(g, lw, prog, spec, step, params, opt_tensors, args, grad_names, tmap, seed, False)
     floats = {t.dtype for t in g.tensors if t.dtype.startswith(("fp", "bf"))}
-    if first.status != "failed" or lw.opaque or not floats or not floats <= set(NARROW):
+    if first.status != "failed" or lw.opaque or not floats or not floats <= set(NARROW_FLOATS):
         return first
     again = _compare_step(g, lw, prog, spec, step, params, opt_tensors, args, grad_names, tmap, seed, True)
     if again.status != "passed":
@@ -194,10 +194,6 @@ def _validate(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: Any, 
     return replace(again, reason=f"{shown} outputs differ ({first.reason}); the float64 rerun of the step (jax x64) "
                                  f"and of the graph agrees within float32's tolerances, so the difference is {shown} "
                                  "rounding the model amplifies")
-
-
-#: floating dtypes whose every value float64 holds exactly (the float64 rerun starts from the same values)
-NARROW = ("fp32", "bf16", "fp16")
 
 
 def _compare_step(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: Any, params: list[Param],
@@ -238,8 +234,7 @@ def _compare_step(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: A
                 _optax_reference(spec, leaves, grad_leaves, opt_tensors, arrays, want, rng, wide)
     except Exception as e:
         return skipped(f"the eager training step raised {type(e).__name__}: {str(e)[:200]}")
-    run = replace(g, tensors=tuple(replace(t, dtype="fp64") if t.dtype in NARROW else t for t in g.tensors)) \
-        if wide else g
+    run = widened_graph(g) if wide else g
     try:
         with np.errstate(all="ignore"):
             got = execute(run, arrays, opaque=lw.opaque_fns)
@@ -251,7 +246,7 @@ def _compare_step(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: A
     loose = {names[k]: tmap[p.grad if p.grad in tmap else f"{p.label}.grad"].dtype
              for p, names in zip(params, opt_tensors, strict=True)
              for k in ("exp_avg_new", "exp_avg_sq_new", "updated") if k in names}
-    held = {t.name: "fp32" for t in g.tensors if t.dtype in NARROW} if wide else loose
+    held = {t.name: "fp32" for t in g.tensors if t.dtype in NARROW_FLOATS} if wide else loose
     view = replace(g, tensors=tuple(replace(t, dtype=held.get(t.name, t.dtype)) for t in g.tensors))
     record, _ = compare(view, got, want, reference=ref_name, seed=seed)
     return record

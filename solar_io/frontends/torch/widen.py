@@ -22,14 +22,13 @@ torch.float64
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from ...graph import Graph
+from ..common.validation import widened_graph
 
 #: Floating dtypes whose every value float64 holds exactly: the widened run starts from the same inputs.
 NARROW = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -62,7 +61,4 @@ def widened(x: Any) -> Any:
     return x.double() if isinstance(x, torch.Tensor) and x.dtype in NARROW else x
 
 
-def widened_graph(g: Graph) -> Graph:
-    """``g`` with its fp32 / bf16 / fp16 tensors declared fp64 (the executor then rounds none of them)."""
-    narrow = set(NARROW.values())
-    return replace(g, tensors=tuple(replace(t, dtype="fp64") if t.dtype in narrow else t for t in g.tensors))
+__all__ = ["NARROW", "Float64Mode", "widened", "widened_graph"]
