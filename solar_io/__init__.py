@@ -5,15 +5,16 @@ The core (this package, without its ``frontends``) imports neither torch nor jax
 """
 
 from .affine import Access, AffineExpr, Indirect, parse_access, parse_expr
-from .errors import GraphError, Issue, SolarIOError
-from .executor import ExecutionError, execute
+from .errors import ExecutionError, GraphError, Issue, SolarIOError
 from .format.files import check_text, dump, dumps, load, loads
 from .format.validate import validate
 from .graph import FORMAT_NAME, FORMAT_VERSION, Graph, Node, Producer, Tensor, Validation
 from .metrics import GraphMetrics, NodeMetrics, graph_metrics, node_metrics
 
-#: public names that live in a backend, imported when first used (the core never imports a backend).
-_FROM_BACKENDS = {"bound": "solar_io.backends.bound", "Report": "solar_io.backends.result"}
+#: public names that live in a backend, imported when first used (the core never imports a backend), and the
+#: reference executor, imported when first used too (``solar-io bound`` never runs it).
+_FROM_BACKENDS = {"bound": "solar_io.backends.bound", "Report": "solar_io.backends.result",
+                  "execute": "solar_io.executor"}
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute
