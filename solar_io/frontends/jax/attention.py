@@ -28,13 +28,14 @@ of ``dp``, ``dv``, ``dq`` and ``dk``: ``2 S T E + 2 S T Ev`` per head. The backw
 of ``p`` (``q k^T``, ``mod``, the exp: every node ``d_o`` does not reach) is lowered but listed under
 the assumption's ``uncharged_work`` (:func:`fused_assumption`, ``solar_io.metrics``): JAX's own run of
 the math path keeps ``p`` instead, so a lower bound of both ways takes the fused kernels' bytes and
-the math path's work. A mask made from indices (:func:`kept_positions`) declares the kernels' score
-tensors at the fraction it keeps (tensor density, the torch frontend's causal rule). The lowerer
+the math path's work. A kernel with a mask (:func:`kept_positions`: causal, a window, a user's mask, a
+bias) declares its score tensors at the fraction the mask keeps (tensor density, the torch frontend's
+rule, ``frontends/common/masks.py``). The lowerer
 (``lower.py``) marks the nodes of each of the two jitted calls as one ``kernel`` (format 1.3), so
 their inner ``S x T`` tensors never cross memory in the unfused bound, as with the torch frontend's
 flash rules. The matching itself is :mod:`.attention_match`. A region that does not match is left
-on the math path. Only the top-level jaxpr, jitted sub-calls and ``jax.checkpoint`` bodies
-are searched (not ``scan``/``while`` bodies).
+on the math path. The top-level jaxpr, jitted sub-calls, ``jax.checkpoint`` and ``lax.scan`` bodies
+are searched (not ``while`` bodies).
 
 >>> import jax, jax.numpy as jnp
 >>> def f(q, k, v):
