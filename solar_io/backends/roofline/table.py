@@ -79,14 +79,16 @@ def _groups_table(r: Report, top: int) -> Table:
     assert c is not None
     shown = sorted(c.groups, key=lambda gr: -gr.time)[:top]
     t = Table(title=f"Cache-aware groups: top {len(shown)} of {len(c.groups)} by time", title_justify="left")
-    for col in ("nodes", "kind", "Q(S)", "floor", "Q/floor", "avoided", "compute", "SOL", "tiling"):
-        t.add_column(col, justify="right" if col in ("Q(S)", "floor", "Q/floor", "avoided", "compute", "SOL")
-                     else "left")
+    # Q(S) is the group's DRAM traffic after the residency credit (bytes an earlier group left on chip),
+    # so it can be below the floor; Q/floor compares the floor with Q before that credit (Q(S) + resident).
+    cols = ("nodes", "kind", "Q(S)", "resident", "floor", "Q/floor", "avoided", "compute", "SOL", "tiling")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("nodes", "kind", "tiling") else "right")
     for gr in shown:
         names = gr.nodes[0] if len(gr.nodes) == 1 else f"{gr.nodes[0]} .. {gr.nodes[-1]} ({len(gr.nodes)})"
         ratio = "-" if gr.floor_ratio is None else f"{gr.floor_ratio:.3g}"
-        t.add_row(names, gr.kind, format_si(gr.traffic, "B"), format_si(gr.floor, "B"), ratio,
-                  format_si(gr.avoided, "B"), format_time(gr.compute),
+        t.add_row(names, gr.kind, format_si(gr.traffic, "B"), format_si(gr.resident, "B"), format_si(gr.floor, "B"),
+                  ratio, format_si(gr.avoided, "B"), format_time(gr.compute),
                   format_time(gr.time), gr.detail)
     return t
 

@@ -161,3 +161,26 @@ def test_nodes_of_one_source_op_run_as_one_kernel():
     assert r.unfused.time == pytest.approx(sum(k.time for k in r.kernels), rel=1e-12)
     assert r.unfused.time < sum(n.time for n in r.nodes)  # per node, e would cross DRAM twice
     assert sm.vector_time == pytest.approx(sum(n.vector_time for n in r.nodes[:4]), rel=1e-12)
+
+
+def test_groups_table_shows_the_residency_credit_beside_q():
+    """Q(S) in the groups table is the traffic after the residency credit, so it may sit below the
+    floor; the table shows the credit in its own column, and Q/floor is (Q(S) + resident) / floor >= 1."""
+    from paths import ROOT
+
+    from solar_io.backends.bound import bound
+    from solar_io.backends.roofline.table import render
+    from solar_io.units import format_si
+
+    r = bound(ROOT / "examples" / "graphs" / "attention.yaml", "h100-sxm", cache_aware=True)
+    credited = [gr for gr in r.cache.groups if gr.resident > 0]
+    assert credited and any(gr.traffic < gr.floor for gr in credited)  # the case the column explains
+    for gr in r.cache.groups:
+        assert gr.traffic + gr.resident >= gr.floor * (1 - 1e-12)
+    text = render([r], top=len(r.cache.groups))
+    header = next(ln for ln in text.splitlines() if "Q(S)" in ln and "┃" in ln)
+    assert "resident" in header and header.index("Q(S)") < header.index("resident") < header.index("floor")
+    for gr in credited:
+        row = next(ln for ln in text.splitlines() if ln.lstrip("│ ").startswith(gr.nodes[0] + " "))
+        cells = [c.strip() for c in row.split("│")]
+        assert format_si(gr.traffic, "B") in cells and format_si(gr.resident, "B") in cells
