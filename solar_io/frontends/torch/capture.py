@@ -93,10 +93,16 @@ def _export(model: Any, args: list[Any]) -> Any:
 
 
 def _unbacked(ep: Any) -> bool:
-    for n in ep.graph.nodes:
-        for v in tree_flatten(n.meta.get("val"))[0]:
-            if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
-                return True
+    """Whether a tensor of the program has a data-dependent size, in the top graph or in a subgraph
+    of a higher-order op (``@torch.no_grad()`` on ``run`` puts the whole body in
+    ``wrap_with_set_grad_enabled``'s submodule)."""
+    for gm in ep.graph_module.modules():
+        if not isinstance(gm, torch.fx.GraphModule):
+            continue
+        for n in gm.graph.nodes:
+            for v in tree_flatten(n.meta.get("val"))[0]:
+                if isinstance(v, torch.Tensor) and any(not isinstance(s, int) for s in v.shape):
+                    return True
     return False
 
 

@@ -29,6 +29,7 @@ from .divergence import first_divergence
 from .dtype_map import to_numpy
 from .eager import no_dropout
 from .eager_record import RANDOM_OPS, RandomRecorder, SelectionRecorder, _fill_selections, _replay_random
+from .nvfp4 import CpuNvfp4
 from .specialise import Plan, forcing, replaying
 from .uninit import deterministic_memory, filled_graph
 from .widen import NARROW, Float64Mode, widened, widened_graph
@@ -90,7 +91,7 @@ class _EagerRun:
     def run(self, random_ops: bool, fallback: bool) -> None:
         modes = [m for m, on in ((self.recorder, random_ops), (self.selections, bool(self.cap.lowered.selections)),
                                  (self.kernels, fallback)) if on]
-        with torch.no_grad(), no_dropout(), forcing(self.cap.plan), ExitStack() as stack:
+        with torch.no_grad(), no_dropout(), forcing(self.cap.plan), CpuNvfp4(), ExitStack() as stack:
             for m in modes:
                 stack.enter_context(m)
             self.ref = _flat_tensors(self.model(*self.inputs))

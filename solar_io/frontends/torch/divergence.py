@@ -18,6 +18,7 @@ from ...executor import execute
 from ..common.validation import tolerance
 from .cpu_kernels import KernelFallback
 from .dtype_map import to_numpy
+from .nvfp4 import CpuNvfp4
 from .uninit import filled_graph, is_uninitialised
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
                 args, kwargs = torch.utils._pytree.tree_map(_on_cpu, (args, kwargs))
                 return super().call_function(target, args, kwargs)
 
-        with torch.no_grad(), KernelFallback():
+        with torch.no_grad(), KernelFallback(), CpuNvfp4():
             Rec(cap.program.graph_module).run(*env)
         del by_name
         arbitrary = {n.name for n in cap.program.graph.nodes if n.op == "call_function" and is_uninitialised(n.target)}

@@ -41,9 +41,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ...graph import Assumption
 from ..common.errors import CaptureError
 from .decide import _Decide
+from .nvfp4 import CpuNvfp4
 from .routing import Routing, assign, counts, expected_distinct, per_expert_counts
 from .values import (
-    SMALL,
     SMALL_FLOAT_INPUT,
     TABLES,
     Decision,
@@ -56,6 +56,7 @@ from .values import (
     aten,
     forced_topk,
 )
+from .values import small as is_small
 
 __all__ = ["TABLES", "Decision", "NeedValues", "Plan", "Router", "assumptions", "forcing", "needs_values",
            "replaying", "specialise"]
@@ -95,7 +96,7 @@ def _run(source: Any, routing: Routing, device: str, seed: int) -> Plan:
         for x in cpu_inputs:
             if isinstance(x, torch.Tensor):
                 m = torch.empty_like(x, device="meta")
-                small = x.numel() <= (SMALL_FLOAT_INPUT if x.is_floating_point() else SMALL)
+                small = x.numel() <= SMALL_FLOAT_INPUT if x.is_floating_point() else is_small(x)
                 if small:
                     values.known[m] = x
                 inputs.append(m)
@@ -106,8 +107,8 @@ def _run(source: Any, routing: Routing, device: str, seed: int) -> Plan:
     _label_model(values, model, inputs)
     from .eager import no_dropout
 
-    with torch.no_grad(), no_dropout(), _Tracker(values, plan, _chooser(routing, plan)), _Decide(plan, values), \
-            torch.device(device):
+    with torch.no_grad(), no_dropout(), CpuNvfp4(), _Tracker(values, plan, _chooser(routing, plan)), \
+            _Decide(plan, values), torch.device(device):
         model(*inputs)
     used = set().union(*(d.routers for d in plan.decisions)) if plan.decisions else set()
     plan.routers = {i: r for i, r in plan.routers.items() if i in used}

@@ -29,6 +29,9 @@ from .tables import TABLES as TABLES  # re-exported: specialise imports it from 
 
 #: A tensor of at most this many elements whose inputs are known gets its value computed on the CPU.
 SMALL = 1 << 24
+#: ... and an integer or boolean one (ids, masks, one_hot of router choices: what decides shapes) of at
+#: most this many (512 MiB of int64): Qwen3-MoE's one_hot(ids, 512) over 3,328 tokens x top-10 is 17M.
+SMALL_INTEGER = 1 << 26
 #: Input tensors whose values the meta pass knows: integer/bool ones up to SMALL, floating ones up to this.
 SMALL_FLOAT_INPUT = 1 << 16
 aten = torch.ops.aten
@@ -136,6 +139,11 @@ def forced_topk(x: torch.Tensor, dim: int, table: np.ndarray) -> tuple[torch.Ten
     return vals.movedim(-1, dim).contiguous(), idx.movedim(-1, dim).contiguous()
 
 
+def small(t: torch.Tensor) -> bool:
+    """Whether the values pass computes ``t``'s value on the CPU (when its inputs are known)."""
+    return t.numel() <= (SMALL if t.is_floating_point() or t.is_complex() else SMALL_INTEGER)
+
+
 class _Tracker(TorchDispatchMode):
     """Propagates small known values and labels through every op; answers router ``topk`` calls."""
 
@@ -196,7 +204,7 @@ class _Tracker(TorchDispatchMode):
         return out
 
     def _propagate(self, func: Any, args: tuple, kwargs: dict, out: Any, outs: list[torch.Tensor]) -> None:
-        missing = not outs or any(t.numel() > SMALL for t in outs) \
+        missing = not outs or any(not small(t) for t in outs) \
             or func._schema.name.split("::")[-1] in _RANDOM  # (CPU draws would not be the validation's)
 
         def conv(a: Any) -> Any:

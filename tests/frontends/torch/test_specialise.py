@@ -263,3 +263,74 @@ def test_tolist_replayed_as_the_items_the_export_asks_for(tmp_path: Path) -> Non
     assert sorted(gather.bytes_read.values()) == [40.0, 80.0] and list(gather.bytes_written.values()) == [80.0]
     spec = {a.subject: dict(a.values) for a in g.assumptions if a.kind == "specialised"}
     assert [spec[f"Tensor.tolist at tl.py:{i}"]["lengths"] for i in (7, 8, 9)] == [(3,), (0,), (2,)]
+
+
+NO_GRAD_ITEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    @torch.no_grad()
+    def forward(self, grad, ids):
+        rows = ids.max().item() + 1
+        out = torch.zeros(rows, grad.shape[1])
+        out.index_add_(0, ids, grad)
+        return torch.arange(rows, dtype=grad.dtype) @ out
+
+
+def get_inputs():
+    return [torch.randn(6, 4), torch.tensor([0, 2, 2, 4, 1, 0])]
+"""
+
+
+def test_a_size_from_item_inside_no_grad_is_specialised(tmp_path: Path) -> None:
+    """``@torch.no_grad()`` puts the body in a ``wrap_with_set_grad_enabled`` submodule: its unbacked
+    size ``u0 + 1`` was not seen, so lowering failed (GuardOnDataDependentSymNode, L1/024, L2/017).
+    By hand: rows = 5; index_add of 6 rows of 4, then a [5] @ [5, 4] product: 20 MACs."""
+    p = tmp_path / "nograd.py"
+    p.write_text(NO_GRAD_ITEM)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    m = graph_metrics(g)
+    assert m.opaque == () and m.macs == 5 * 4
+    spec = {a.subject: dict(a.values) for a in g.assumptions if a.kind == "specialised"}
+    assert spec["Tensor.item at nograd.py:8"]["values"] == (4,)
+
+
+ONE_HOT_ROUTES = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x, ids):
+        mask = F.one_hot(ids, num_classes=8).permute(2, 1, 0)
+        out = torch.zeros_like(x)
+        for e in torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero().squeeze(-1):
+            k, rows = torch.where(mask[e.item()])
+            out[rows] += x[rows] * (e.item() + 1)
+        return out
+
+
+def get_inputs():
+    return [torch.randn(16, 4), torch.tensor([[i % 8, (3 * i + 1) % 8] for i in range(16)])]
+"""
+
+
+def test_integer_tensors_past_the_float_limit_keep_their_values(tmp_path: Path, monkeypatch) -> None:
+    """Qwen3-MoE's ``one_hot(ids, 512)`` over 3,328 tokens x top-10 (17M int64) was past the values
+    pass's element limit, so its nonzero needed a CPU run of 6 GB (L2/013, L2/061). Integer and bool
+    tensors have their own, larger limit: with the float limit at 64 elements here, the 16x2x8 one_hot
+    keeps its values and the meta pass decides everything (no CPU run)."""
+    from solar_io.frontends.torch import values
+
+    monkeypatch.setattr(values, "SMALL", 64)
+    p = tmp_path / "onehot.py"
+    p.write_text(ONE_HOT_ROUTES)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    assert graph_metrics(g).opaque == ()
+    spec = [a for a in g.assumptions if a.kind == "specialised"]
+    assert spec and all("meta pass" in a.detail for a in spec)
+    nz = {a.subject: dict(a.values) for a in spec}["nonzero at onehot.py:10"]
+    assert nz["rows_of_the_index"] == (8,)  # every expert receives tokens: (i % 8) covers all 8

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     reduce,
     resample,
     rnn,
+    scaled_mm,
     scan,
     scatter,
     select,
