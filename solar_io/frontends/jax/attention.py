@@ -308,7 +308,8 @@ def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int
          times: int = 1) -> list[Any]:
     """Evaluate ``jaxpr`` with every matched attention replaced by :func:`fused` (needed values only);
     ``times``: how often the caller runs ``jaxpr`` (a scan body's steps), for the count of calls."""
-    regions = find_regions(jaxpr, consts)
+    concrete = {v: a for v, a in zip(jaxpr.invars, args, strict=True) if not isinstance(a, jax.core.Tracer)}
+    regions = find_regions(jaxpr, consts, concrete)
     skip = {i for r in regions.values() for i in r.eqns} - set(regions)
     count[0] += len(regions) * times
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))

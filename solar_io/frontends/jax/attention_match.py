@@ -299,11 +299,14 @@ def _between(jaxpr: Any, prod: dict, v: Any, stop: Any) -> set[int]:  # noqa: AN
     return out
 
 
-def find_regions(jaxpr: Any, consts: Sequence[Any] | None = None) -> dict[int, Region]:  # noqa: ANN401
+def find_regions(jaxpr: Any, consts: Sequence[Any] | None = None,  # noqa: ANN401
+                 inputs: dict[Any, Any] | None = None) -> dict[int, Region]:
     """{index of the ``p v`` equation: its region} of every attention in ``jaxpr`` (no nesting);
-    ``consts``: the values of ``jaxpr``'s constvars where known (a mask built from them is known)."""
+    ``consts``: the values of ``jaxpr``'s constvars where known, ``inputs``: of those invars whose
+    values are known (a scan body's constants): a mask built from them is known."""
     prod, users = _producers(jaxpr), _users(jaxpr)
     known = dict(zip(jaxpr.constvars, consts, strict=True)) if consts is not None else {}
+    known.update(inputs or {})
     ranges: dict[Any, tuple[float, float]] | None = None
     outs = {v for v in jaxpr.outvars if isinstance(v, jcore.Var)}
     found: dict[int, Region] = {}

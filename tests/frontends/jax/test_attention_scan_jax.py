@@ -61,9 +61,11 @@ def _dot_macs(jaxpr, times: int = 1) -> int:  # noqa: ANN001
     return total
 
 
-def test_scanned_stack_step_is_fused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mask", ["is_causal=True", "local_window_size=(3, 0)"])
+def test_scanned_stack_step_is_fused(tmp_path: Path, mask: str) -> None:
+    # causal (iota) and a sliding window (jnp.array(range(T)): constants of the scan's body)
     src = tmp_path / "stack.py"
-    src.write_text(STACK)
+    src.write_text(STACK.replace("is_causal=True", mask))
     g = capture_train_file(src, TrainSpec(optimizer="none"))
     assert g.validation.status == "passed", g.validation.reason
     assert not [n for n in g.nodes if n.kind == "opaque"]
@@ -83,11 +85,15 @@ def test_scanned_stack_step_is_fused(tmp_path: Path) -> None:
     # input gradients of x (an input: nobody reads them), which the unrolled graph drops as dead work
     assert _dot_macs(step.jaxpr) == L * (12 * proj + 6 * att)
     assert dots == _dot_macs(step.jaxpr) - 3 * proj
-    # the causal triangle in each of the six charged score contractions of each layer
+    # the kept positions (the causal triangle; the window's diagonal and 3 keys before it, counted by brute force)
+    # in each of the six charged score contractions of each layer
     rows = bound(g, "h100-sxm").nodes
     fused = [n for n in rows if (g.node_map[n.name].kernel or "").startswith("fused_attention")
              and g.node_map[n.name].op == "jax.dot_general"]
-    tri = B * H * (S * (S + 1) // 2) * E
+    i, j = np.arange(S)[:, None], np.arange(S)[None, :]
+    kept = (j <= i) & (j >= i - 3) if "window" in mask else j <= i
+    assert values["mask_values"] == ("known",) * 2 * L
+    tri = B * H * int(kept.sum()) * E
     assert sum(n.macs * n.effectual_fraction for n in fused) == pytest.approx(L * 6 * tri)
     # no [B, H, S, T] scores or probabilities cross memory in the unfused bound
     gt = traffic_of(g)
@@ -104,7 +110,7 @@ def test_flax_nn_scan_attention_is_fused() -> None:
     class Block(nn.Module):
         @nn.compact
         def __call__(self, x, _):
-            return x + nn.SelfAttention(num_heads=2, qkv_features=16)(x), None
+            return x + nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=16)(x), None
 
     stack = nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=3)()
     x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 6, 16)), jnp.float32)
