@@ -15,7 +15,7 @@ GRAPH = ROOT / "examples/graphs/mlp.yaml"
 NOT_FOR_BOUND = ("torch", "jax", "matplotlib", "networkx", "pulp", "solar_io.frontends",
                  "solar_io.cli.capture", "solar_io.cli.export", "solar_io.cli.sweep", "solar_io.cli.tiling",
                  "solar_io.cli.reorder_diff", "solar_io.cli.measure", "solar_io.cli.report", "solar_io.cli.graph",
-                 "solar_io.cli.hardware", "solar_io.exporters", "solar_io.dse")
+                 "solar_io.cli.hardware", "solar_io.exporters", "solar_io.dse", "solar_io.executor")
 
 PROBE = r"""
 import contextlib, io, sys
@@ -65,3 +65,28 @@ def test_the_full_app_has_every_command_in_help_order() -> None:
     assert groups == [n for n, (_, _, kind) in _MODULES.items() if kind != "command"]
     only = build_app("bound")
     assert [c.name for c in only.registered_commands] == ["bound"] and not only.registered_groups
+
+
+GC_PROBE = r"""
+import atexit, gc, sys
+from solar_io.cli.main import main
+try:
+    main(["check", sys.argv[1]])
+except SystemExit:
+    pass
+print("main(argv)", gc.isenabled())
+atexit.register(lambda: print("entry point", gc.isenabled()))
+sys.argv = ["solar-io", "check", sys.argv[1]]
+main()
+"""
+
+
+def test_bound_and_check_run_without_the_cyclic_collector_only_as_the_process_entry_point() -> None:
+    """``main()`` (the console script, ``python -m solar_io``) runs ``bound`` and ``check`` with the cyclic
+    collector off (their objects live until the process exits); ``main(argv)`` inside a longer process
+    leaves it on."""
+    r = subprocess.run([sys.executable, "-c", GC_PROBE, str(GRAPH)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    states = [line for line in r.stdout.splitlines() if line.startswith(("main(argv)", "entry point"))]
+    assert states == ["main(argv) True", "entry point False"], r.stdout
