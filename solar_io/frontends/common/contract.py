@@ -15,8 +15,9 @@ iteration points, priced under the precision policy like any einsum (fp32 at the
 policy allows it). The product tensor disappears. A pair is merged only where the pattern is whole:
 
 - the product is an einsum ``mul`` of exactly two accesses (views, broadcasts and size-1 ranks
-  already live in their index expressions), none through an ``@index``, no scan, no scatter, that
-  writes every point of its space once (plain distinct ranks), and neither operand is a 0-d tensor
+  live in their index expressions, or in the copies that wrote the operands: ``expand``, a
+  ``contiguous()`` of one), none through an ``@index``, no scan, no scatter, that writes every point of its
+  space once (plain distinct ranks), and neither operand is a 0-d tensor or an immediate
   (``x * 2.0`` summed is a scaled sum, not a contraction);
 - its tensor is an intermediate, not a graph output, read by exactly one access of one node, the
   sum: map ``identity``, reduce ``add``, no scan or scatter, reading it at plain distinct ranks; the
@@ -134,15 +135,16 @@ def _is_product(n: Node, sizes: Mapping[str, int], immediates: Collection[str]) 
 
 
 def _stored_ranks(a: Access, nodes: Sequence[Node], writer: Mapping[str, int]) -> set[str]:
-    """The ranks of a node's space that index the memory behind access ``a``: through the view copies
-    (``expand``, ``permute``, slices) that wrote its tensor, a rank a view broadcasts (an index
-    ``0`` of its source) indexes nothing. Stops at any other writer (a reshape view included)."""
+    """The ranks of a node's space that index the data behind access ``a``: through the copies that
+    wrote its tensor (views such as ``expand``, ``permute`` and slices, or a ``contiguous()`` of one),
+    a rank a copy broadcasts (an index ``0`` of its source) indexes nothing. Stops at any other
+    writer (a reshape included: a ``repeat``, lowered through one, is not seen through)."""
     dims = [set(e.ranks) for e in a.index or ()]
     tensor = a.tensor
     for _ in range(64):
         i = writer.get(tensor)
         w = nodes[i] if i is not None else None
-        if w is None or w.kind != "data_movement" or not w.view or w.movement != "copy" or len(w.inputs) != 1:
+        if w is None or w.kind != "data_movement" or w.movement != "copy" or len(w.inputs) != 1 or w.pad:
             break
         src, out = w.inputs[0], _plain(w.outputs[0])
         if out is None or len(out) != len(dims) or src.index is None \

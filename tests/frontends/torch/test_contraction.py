@@ -97,6 +97,10 @@ def test_keepdim_mean_and_view_operands():
     # operands broadcast through expand and permute views
     g = capture(lambda a, b: (a[:, :, None].expand(4, 3, 5) * b.t()[None].expand(4, 3, 5)).sum(1), (4, 3), (5, 3))
     assert len(merged(g)) == 1 and graph_metrics(g).macs == 4 * 3 * 5
+    # ... and through copies of them (contiguous() of an expand)
+    g = capture(lambda a, b: (a[:, :, None].expand(4, 3, 5).contiguous() * b.t().contiguous()[None]).sum(1),
+                (4, 3), (5, 3))
+    assert len(merged(g)) == 1 and graph_metrics(g).macs == 4 * 3 * 5
 
 
 def test_bf16_summed_in_fp32_is_a_bf16_contraction():
