@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
 
 from ...graph import Assumption
 from ..common.errors import CaptureError
@@ -84,20 +85,71 @@ def _chooser(routing: Routing, plan: Plan) -> Callable[[int, torch.Tensor, int, 
     return choose
 
 
-def _run(source: Any, routing: Routing, device: str, seed: int) -> Plan:
+class _Lean(TorchDispatchMode):
+    """Builds inputs on the CPU where they are small and on ``meta`` where they are not: each op runs
+    on meta first; only when every result is small (:func:`.values.small`) and no argument is on meta
+    does it run on the CPU. A generator's 15 GB of expert weights never exist, its token ids do."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        flat = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+
+        def meta(a: Any) -> Any:
+            if isinstance(a, torch.Tensor):
+                return a if a.device.type == "meta" else torch.empty_like(a, device="meta")
+            return torch.device("meta") if isinstance(a, torch.device) else a
+
+        writes = [args[i] for i, a in enumerate(func._schema.arguments) if i < len(args)
+                  and a.alias_info is not None and a.alias_info.is_write and isinstance(args[i], torch.Tensor)]
+        if any(w.device.type != "meta" for w in writes) and any(a.device.type == "meta" for a in flat):
+            raise _NotLean(func)  # a CPU tensor written from a meta one: its value would be wrong
+        margs, mkw = tree_map(meta, (args, kwargs))
+        if "device" in mkw or func._schema.name.split("::")[-1] in _FACTORIES:
+            mkw["device"] = torch.device("meta")
+        out = func(*margs, **mkw)
+        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        if any(a.device.type == "meta" for a in flat) or not all(is_small(t) for t in outs):
+            return out
+        return func(*args, **kwargs)
+
+
+class _NotLean(Exception):
+    """A generator :class:`_Lean` cannot split between the CPU and meta."""
+
+
+#: ATen factories whose device is a keyword argument (set to meta for the shape-only first run).
+_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange",
+                        "linspace", "logspace", "eye", "empty_strided", "scalar_tensor"})
+
+
+def _inputs(source: Any, lean: bool) -> list[Any]:
+    """The example inputs on the CPU; with ``lean`` (they do not fit the budget) the large ones on meta
+    (:class:`_Lean`; the random stream then differs from the validation's, which cannot run whole)."""
+    if not lean:
+        return source.inputs("cpu")
+    try:
+        with torch.device("cpu"), _Lean():
+            xs = list(source.inputs_factory())
+    except Exception:
+        return source.inputs("cpu")
+    dt = getattr(source, "dtype", None)
+    return [x.to(dt) if dt is not None and isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in xs]
+
+
+def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = False) -> Plan:
     plan = Plan(routing, device)
     values = _Values(on_cpu=device == "cpu")
     torch.manual_seed(seed)
     model = source.model(device)
     torch.manual_seed(seed + 1)
-    cpu_inputs = source.inputs("cpu")
+    cpu_inputs = _inputs(source, lean and device == "meta")
     if device == "meta":
         inputs = []
         for x in cpu_inputs:
             if isinstance(x, torch.Tensor):
                 m = torch.empty_like(x, device="meta")
                 small = x.numel() <= SMALL_FLOAT_INPUT if x.is_floating_point() else is_small(x)
-                if small:
+                if small and x.device.type != "meta":
                     values.known[m] = x
                 inputs.append(m)
             else:
@@ -129,12 +181,12 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
     CPU when it is ``observed`` or the meta pass meets a decision on values it does not know.
     """
     need: NeedValues | None = None
+    size = _cpu_bytes(source)
     if routing.forced:
         try:
-            return _run(source, routing, "meta", seed)
+            return _run(source, routing, "meta", seed, lean=size > budget)
         except NeedValues as e:
             need = e
-    size = _cpu_bytes(source)
     if size * 2 > budget:
         what = need.op if need else "the observed routing"
         where = f" ({need.where})" if need and need.where else ""

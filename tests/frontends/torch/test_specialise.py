@@ -334,3 +334,39 @@ def test_integer_tensors_past_the_float_limit_keep_their_values(tmp_path: Path, 
     assert spec and all("meta pass" in a.detail for a in spec)
     nz = {a.subject: dict(a.values) for a in spec}["nonzero at onehot.py:10"]
     assert nz["rows_of_the_index"] == (8,)  # every expert receives tokens: (i % 8) covers all 8
+
+
+LEAN = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x, ids, w):
+        return x
+
+
+def get_inputs():
+    x = torch.randn(32, 8)
+    ids = torch.zeros(32, 2, dtype=torch.int64)
+    for i in range(32):
+        ids[i] = torch.randperm(8)[:2]
+    w = torch.randn(8, 8, 8) / 2.0
+    return [x, ids, w]
+"""
+
+
+def test_inputs_over_the_budget_are_built_on_meta_except_the_small_ones(tmp_path: Path, monkeypatch) -> None:
+    """L2/012's generator makes 15 GB of bf16 experts and a [4096, 8] table of expert ids; the values
+    pass needs only the ids. Over the budget each op runs on meta first and on the CPU only when its
+    results are small (here: floats past 64 elements stay meta, the ids are computed)."""
+    from solar_io.frontends.torch import specialise, values
+    from solar_io.frontends.torch.loader import load_source
+
+    monkeypatch.setattr(values, "SMALL", 64)
+    p = tmp_path / "lean.py"
+    p.write_text(LEAN)
+    src = load_source(p)
+    x, ids, w = specialise._inputs(src, lean=True)
+    assert (x.device.type, w.device.type, ids.device.type) == ("meta", "meta", "cpu")
+    assert all(len(set(r.tolist())) == 2 and 0 <= min(r) and max(r) < 8 for r in ids)
+    x, ids, w = specialise._inputs(src, lean=False)
+    assert {t.device.type for t in (x, ids, w)} == {"cpu"}
