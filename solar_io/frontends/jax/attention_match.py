@@ -49,6 +49,7 @@ class Region:
     eqns: set[int]          # indices of every equation the region replaces (``pv`` included)
     consts: dict[Any, Any] = field(default_factory=dict)  # constants of the program ``chain`` reads
     ranges: list[tuple[float, float]] = field(default_factory=list)  # bounds on each extra's values
+    mask_eqns: set[int] = field(default_factory=set)  # indices of the equations computing the mask's known part
 
 
 def _pointwise(eqn: Any, allowed: frozenset[str]) -> bool:  # noqa: ANN401
@@ -172,7 +173,7 @@ def _match(jaxpr: Any, prod: dict, users: dict, outs: set, j: int, consts: dict)
                 leaves.append(e)
         steps = [jaxpr.eqns[i] for i in sorted(chain | made)]
         used = {v: consts[v] for e in steps for v in e.invars if isinstance(v, jcore.Var) and v in consts}
-        return Region(qk, pv, side, steps, x, axes, list(dict.fromkeys(leaves)), region, used)
+        return Region(qk, pv, side, steps, x, axes, list(dict.fromkeys(leaves)), region, used, mask_eqns=made)
     return None
 
 

@@ -67,6 +67,7 @@ class Lowerer:
     iota_tables: set[str] = field(default_factory=set)  # constants holding an iota's indices
     masked: list[tuple[str, tuple[int, int, bool]]] = field(default_factory=list)  # (kernel, (kept, all, known))
     uncharged: list[str] = field(default_factory=list)  # fused backwards' recomputation nodes (attention.py)
+    marked: dict[int, list[str]] = field(default_factory=dict)  # mark -> tensors its equations made (run(marks=))
 
     # ------------------------------------------------------------------ facts
     @property
@@ -129,8 +130,10 @@ class Lowerer:
             return self.data(val, file_dtype(val.dtype))
         return env[v]
 
-    def run(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[Operand]) -> list[Operand]:
-        """Lower ``jaxpr`` (open) with constvars bound to ``consts`` and invars to ``args``."""
+    def run(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[Operand],
+            marks: dict[int, int] | None = None) -> list[Operand]:
+        """Lower ``jaxpr`` (open) with constvars bound to ``consts`` and invars to ``args``; ``marks``
+        (equation index -> mark): the tensors each marked equation makes are listed in ``marked``."""
         env: dict[Any, Operand] = {}
         for v, c in zip(jaxpr.constvars, consts, strict=True):
             env[v] = c if isinstance(c, (str, int, float, bool)) else self.read(env, jcore.Literal(c, v.aval)) \
@@ -139,9 +142,12 @@ class Lowerer:
                 self.iota_tables.add(env[v])
         for v, a in zip(jaxpr.invars, args, strict=True):
             env[v] = a
-        for eqn in jaxpr.eqns:
+        for i, eqn in enumerate(jaxpr.eqns):
+            made = len(self.b.tensors)
             ins = [self.read(env, v) for v in eqn.invars]
             outs = self.equation(eqn, ins)
+            if marks is not None and i in marks:
+                self.marked.setdefault(marks[i], []).extend(list(self.b.tensors)[made:])
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
         return [self.read(env, v) for v in jaxpr.outvars]

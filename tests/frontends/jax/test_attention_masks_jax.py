@@ -124,3 +124,35 @@ def test_masked_step_prices_the_kept_share(tmp_path: Path, kwargs: str, kept) ->
 def _window_n(n: int, left: int, right: int) -> np.ndarray:
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
     return (j >= i - left) & (j <= i + right)
+
+
+@pytest.mark.parametrize("kwargs, per_head", [
+    ("is_causal=True", lambda s: s * (s + 1) // 2),
+    ("local_window_size=(3, 0)", lambda s: int(_window_n(s, 3, 0).sum())),
+    ("mask=m, is_causal=True", lambda s: s),
+    ("mask=None", None),
+])
+def test_forward_capture_prices_the_kept_share(tmp_path: Path, kwargs: str, per_head) -> None:  # noqa: ANN001
+    # the math path (no --train): the nodes keep the rectangle (MACs as jax computes them), the score-sized
+    # tensors carry the kept fraction, so the bound's work in QK^T and PV is the kept positions'
+    from solar_io.frontends.jax.capture import capture_program, load_program
+    from solar_io.metrics import graph_metrics
+
+    b, s, h, e, d = 2, 10, 4, 8, 32
+    src = tmp_path / "fwd.py"
+    src.write_text(MODEL.replace("KWARGS", kwargs))
+    g = capture_program(load_program(src)).graph
+    assert g.validation.status == "passed", g.validation.reason
+    proj, att = b * s * d * d, b * h * s * s * e
+    assert graph_metrics(g).macs == 4 * proj + 2 * att
+    masks = [a for a in g.assumptions if a.kind == "attention_mask"]
+    if per_head is None:
+        assert not masks  # no mask: nothing declared
+        return
+    (a,) = masks
+    values = dict(a.values)
+    assert values["kept"] == (b * h * per_head(s),) and values["positions"] == (b * h * s * s,)
+    assert values["known"] == ("mask=m" not in kwargs,)
+    rows = bound(g, "h100-sxm").nodes
+    dots = [n for n in rows if g.node_map[n.name].op == "jax.dot_general"]
+    assert sum(n.macs * n.effectual_fraction for n in dots) == pytest.approx(4 * proj + 2 * b * h * per_head(s) * e)
