@@ -154,7 +154,7 @@ def _validate_whole(cap: Capture, seed: int) -> Validation:
     unchecked, others = unchecked_nodes(g, opaque_log, kernels.widened)
     if bad:
         again = _retry_in_fp64(cap, seed, record)
-        if again is not None:
+        if isinstance(again, Validation):
             return again
         where = first_divergence(cap, arrays, model, inputs)
         if where is None:
@@ -164,6 +164,8 @@ def _validate_whole(cap: Capture, seed: int) -> Validation:
         else:
             where = ("no node diverges from the traced program: the eager run differs from what torch.export "
                      "traced (Python side effects, global state or data-dependent control flow)")
+        if again is not None:
+            where = f"{where}; {again}"
         record = Validation(record.status, record.method, record.reference, record.seed, record.rtol,
                             record.atol, record.max_abs_error, record.max_rel_error, (), f"{record.reason}; {where}")
     if unchecked or others:
@@ -175,9 +177,10 @@ def _validate_whole(cap: Capture, seed: int) -> Validation:
     return record
 
 
-def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | None:
-    """The record of a second comparison in float64 when the first one failed, or None when it
-    fails too or does not apply.
+def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | str | None:
+    """The record of a second comparison in float64 when the first one failed; None when it fails
+    too or does not apply; why it could not run when it raised (out of memory: it holds the model's
+    tensors and the graph's in float64), for the failure record.
 
     An ill-conditioned model (a train-mode batch norm over two values, a hundred layers deep;
     attention over logits of 10^4 from unscaled random weights) turns rounding, which eager
@@ -205,8 +208,8 @@ def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | N
             return None
         with np.errstate(all="ignore"):
             got = execute(widened_graph(filled_graph(cap)), arrays)
-    except Exception:
-        return None
+    except Exception as e:
+        return f"the float64 rerun raised {type(e).__name__}: {first_line(e, 200)}"
     want = {name: r.detach().numpy() for name, r in zip(cap.outputs, ref, strict=True)}
     held = replace(g, tensors=tuple(replace(t, dtype="fp32") if t.dtype in narrow else t for t in g.tensors))
     record, bad = compare(held, got, want, reference=first.reference, seed=seed)

@@ -99,7 +99,8 @@ class _Call:
     def program(self, shapes: list[tuple[int, ...]], map_ints: bool) -> tuple[Callable, list[Callable]]:
         """The call as a function of its tensors, and makers of random tensors of ``shapes``."""
         target = self.target
-        args = (_range_ints(target, self.args) or _map_ints(self.args)) if map_ints else self.args
+        args = (_range_ints(target, self.args) or _select_ints(target, self.args, shapes) or _map_ints(self.args)) \
+            if map_ints else self.args
         kwargs = {k: (_map_ints(v) if map_ints else v) for k, v in self.kwargs.items()}
 
         def fn(*ts: torch.Tensor) -> Any:
@@ -144,6 +145,27 @@ def _range_ints(target: Any, args: tuple) -> tuple | None:
     end = start + reduced_size(n) * step
     kept = (end,) if overload == "default" else (start, end) if overload == "start" else (start, end, step)
     return kept + tuple(args[len(nums):])
+
+
+def _select_ints(target: Any, args: tuple, shapes: list[tuple[int, ...]]) -> tuple | None:
+    """A ``select``'s arguments with its index taken modulo the reduced size of its dim, or None for
+    other calls. The index is a position, not a size: mapped as a size it falls outside the reduced dim
+    (expert 101 of 128 in 16), and the call was left unchecked.
+
+    >>> _select_ints(torch.ops.aten.select.int, (_Slot(0), 0, 101), [(16, 8)]), \\
+    ...     _select_ints(torch.ops.aten.select.int, (_Slot(0), 1, -1), [(16, 8)])
+    ((T0, 0, 5), (T0, 1, -1))
+    """
+    if target is not torch.ops.aten.select.int or len(args) != 3 or not isinstance(args[0], _Slot):
+        return None
+    dim, index = args[1], args[2]
+    shape = shapes[args[0].i]
+    if not isinstance(index, int) or not isinstance(dim, int) or not shape:
+        return None
+    n = shape[dim]
+    if n <= 0:
+        return None
+    return (args[0], dim, index % n if index >= 0 else -((-index - 1) % n) - 1)
 
 
 #: Ops whose second argument is a target shape of the same elements (a split or merge of dims).

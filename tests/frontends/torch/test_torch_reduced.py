@@ -143,3 +143,35 @@ def test_a_specialised_index_is_checked_at_the_shape_of_its_values(tmp_path: Pat
     assert g.validation.status == "passed", g.validation.reason
     index = [t for t in g.tensors if t.name.startswith("specialised_index") and t.dtype == "int64"]
     assert index and all(g.shape(t.name)[0] == 32 for t in index)
+
+
+SELECTED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(64, 8, 8))
+
+    def forward(self, x):
+        return x @ self.w[41]
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+'''
+
+
+def test_a_select_index_is_taken_into_the_reduced_dim(tmp_path: Path):
+    """``w[41]`` of 64 experts at reduced sizes selects 41 % 16 = 9: the index mapped as a size (16,
+    out of range) left the call to its own sizes, unchecked when those are too large (expert 101 of
+    128 experts' 768 x 2048 weights)."""
+    p = tmp_path / "selected.py"
+    p.write_text(SELECTED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = capture_source(load_source(p), validate=True, validate_budget=TINY).graph.validation
+    assert v.status == "passed" and v.method == "reference-executor per node", v.reason
+    assert "at reduced sizes, 0 at their own" in v.reason and "unchecked" not in v.reason, v.reason

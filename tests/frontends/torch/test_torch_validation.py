@@ -144,3 +144,17 @@ def test_the_float64_mode_widens_pinned_dtypes_and_factories() -> None:
                torch.full((2,), 1.5, dtype=torch.float32), x.to(torch.int32)]
     assert [t.dtype for t in got] == [torch.float64] * 5 + [torch.int32]
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_a_float64_rerun_that_cannot_run_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun out of memory (it holds model and graph in float64) was a bare failure: the record now
+    says the rerun did not run, and why."""
+    from solar_io.frontends.torch import check
+
+    def no_memory(g):
+        raise MemoryError("Unable to allocate 4.2 GiB")
+
+    monkeypatch.setattr(check, "widened_graph", no_memory)
+    v = _capture(tmp_path).graph.validation
+    assert v.status == "failed"
+    assert "the float64 rerun raised MemoryError: Unable to allocate 4.2 GiB" in v.reason, v.reason
