@@ -108,19 +108,23 @@ class ChainView:
         v = int(t.value)
         return v.bit_length() - 1 if v & (v - 1) == 0 else None
 
+    def _narrow(self, tensor: str) -> bool:
+        d = self.dtype[tensor]
+        return DTYPES[d].bits <= 8 and (DTYPES[d].family in ("int", "uint") or CLASS_OF.get(d) in LOW_CLASSES)
+
     def codes(self, tensor: str, depth: int = 0) -> tuple[str, float, tuple[int, ...]] | None:
         """(source, code bits, nodes) when ``tensor`` holds codes of a packed source of at most 8 bits:
-        an input, weight or constant reached through integer casts, moves, ``% 2**k`` and (unsigned)
-        ``/ 2**s``; None otherwise."""
+        an input, weight or constant, or a tensor of at most 8 bits the program computes (activations
+        quantised in an earlier kernel: NVFP4's ``x_fp4``), reached through integer casts, moves,
+        ``% 2**k`` and (unsigned) ``/ 2**s``; None otherwise."""
         i = self.producer.get(tensor)
         if i is None:
-            bits = DTYPES[self.dtype[tensor]].bits
-            ok = bits <= 8 and (DTYPES[self.dtype[tensor]].family in ("int", "uint")
-                                or CLASS_OF.get(self.dtype[tensor]) in LOW_CLASSES)
-            return (tensor, bits, ()) if ok else None
+            return (tensor, DTYPES[self.dtype[tensor]].bits, ()) if self._narrow(tensor) else None
         if depth > 64:
             return None
         n = self.g.nodes[i]
+        if not (self.is_move(n) or self.is_int_cast(n) or (n.map in ("remainder", "div") and n.kind == "einsum")):
+            return (tensor, DTYPES[self.dtype[tensor]].bits, ()) if self._narrow(tensor) else None
         if self.is_move(n) or self.is_int_cast(n):
             c = self.codes(n.inputs[0].tensor, depth + 1)
             return None if c is None else (c[0], c[1], (*c[2], i))

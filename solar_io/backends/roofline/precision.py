@@ -32,7 +32,8 @@ for it unasked. Two rules, each on by default and each switched off by its stric
     - or ending in one *table lookup* (``lut[codes]``, how references unpack NVFP4 held as packed
       bytes): a gather whose every index of the table is read from a code tensor, from a float table
       of at most :data:`.chains.LUT_MAX` (256) elements, where the codes are derived from a graph input of at
-      most 8 bits (``uint8`` bytes of packed ``float4_e2m1fn_x2``, ``int8``, fp8, fp4, int4) through
+      most 8 bits (``uint8`` bytes of packed ``float4_e2m1fn_x2``, ``int8``, fp8, fp4, int4), or from a
+      tensor of at most 8 bits the program computes (activations quantised by an earlier kernel), through
       integer casts, moves and the nibble operations the torch frontend lowers (``b & (2**k - 1)``
       as a remainder, ``b >> s`` of an unsigned byte as a division). The codes carry
       ``bits = min(ceil(log2 entries), bits left by the masks and shifts)`` bits, and the operand's

@@ -103,3 +103,27 @@ def test_nvfp4_scaled_mm_is_captured_as_one_fp4_gemm(tmp_path: Path):
     (kern,) = [k for k in r.kernels if k.dram_bytes > 0]
     assert kern.dram_bytes == M * K // 2 + N * K // 2 + M * K // 16 + N * K // 16 + 2 * M * N
     assert r.totals.boundary_bytes == kern.dram_bytes
+
+
+QUANTISED_IN_PROGRAM = MODEL.replace(
+    "        return torch._scaled_mm(a, w.transpose(0, 1), sa, sw, bias=None, out_dtype=torch.bfloat16)",
+    "        codes = torch.clamp(a.abs() * 2, max=7).to(torch.uint8)  # a: fp32 activations here\n"
+    "        a = (codes[..., ::2] + codes[..., 1::2] * 16).view(torch.float4_e2m1fn_x2)\n"
+    "        return torch._scaled_mm(a, w.transpose(0, 1), sa, sw, bias=None, out_dtype=torch.bfloat16)",
+).replace("a = torch.randint(0, 256, (M, K // 2), dtype=torch.uint8).view(fp4)", "a = torch.randn(M, K)")
+
+
+def test_activations_quantised_by_the_program_are_fp4_operands_too(tmp_path: Path):
+    """The corpus' NVFP4 references quantise x inside ``run`` (codes computed, packed, viewed as fp4):
+    those codes come from a computed uint8 tensor, not a graph input; the dequant rule now starts a
+    chain at any tensor of at most 8 bits, so the GEMM is fp4 x fp4 (it was priced as fp32 -> tf32)."""
+    p = tmp_path / "nvfp4_quant.py"
+    assert "codes[..., ::2]" in QUANTISED_IN_PROGRAM and "torch.randn(M, K)" in QUANTISED_IN_PROGRAM
+    p.write_text(QUANTISED_IN_PROGRAM)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    r = bound(g, "b200", cache_aware=False)
+    (mm,) = [x for x in r.nodes if x.flops_matrix > 0]
+    assert mm.compute_dtype == "fp4" and mm.flops_matrix == 2 * M * N * K
+    (rep,) = r.precision.repriced
+    assert rep.rule == "dequant fp4_e2m1 -> fp4" and len(rep.tables) == 2
