@@ -332,7 +332,7 @@ def _run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], count: list[int
         if name in JITS:
             sub = e.params["jaxpr"]
             outs = _run(sub.jaxpr, sub.consts, ins, count, times)
-        elif name in ("checkpoint", "remat"):
+        elif name in ("checkpoint", "remat", "remat2"):
             sub = e.params["jaxpr"]
             fn = jax.checkpoint(lambda *a, sub=sub: _run(sub, (), a, count, times), prevent_cse=e.params["prevent_cse"],
                                 policy=e.params["policy"])
@@ -388,7 +388,7 @@ def _holds_match(jaxpr: Any) -> bool:  # noqa: ANN401
 def _nested(jaxpr: Any) -> bool:  # noqa: ANN401
     """Whether a jitted, checkpointed or scanned sub-jaxpr holds a match."""
     for e in jaxpr.eqns:
-        if e.primitive.name in JITS or e.primitive.name in ("checkpoint", "remat", "scan"):
+        if e.primitive.name in JITS or e.primitive.name in ("checkpoint", "remat", "remat2", "scan"):
             sub = e.params["jaxpr"]
             inner = sub.jaxpr if hasattr(sub, "jaxpr") else sub
             if find_regions(inner) or _nested(inner):

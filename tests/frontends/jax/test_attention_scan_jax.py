@@ -125,3 +125,21 @@ def test_flax_nn_scan_attention_is_fused() -> None:
     grad = lambda g: jax.grad(lambda p: (g(p, x) ** 2).sum())(params)  # noqa: E731
     got, want = jax.tree_util.tree_leaves(grad(fn)), jax.tree_util.tree_leaves(grad(f))
     assert all(np.allclose(a, b, atol=1e-4, rtol=1e-4) for a, b in zip(got, want, strict=True))
+
+
+def test_checkpointed_scanned_stack_is_fused(tmp_path: Path) -> None:
+    # jax.checkpoint around the scanned layer (remat2, Flax nn.remat): fused inside the checkpoint; the backward
+    # scan recomputes each layer's forward, so each layer has two fused forwards and one fused backward
+    src = tmp_path / "remat.py"
+    src.write_text(STACK.replace("    def layer(h, w):", "    @jax.checkpoint\n    def layer(h, w):"))
+    g = capture_train_file(src, TrainSpec(optimizer="none"))
+    assert g.validation.status == "passed", g.validation.reason
+    assert dict(next(a for a in g.assumptions if a.subject == "attention").values)["fused_attention_calls"] == L
+    kernels = {n.kernel for n in g.nodes if (n.kernel or "").startswith("fused_attention")}
+    assert sum(k.startswith("fused_attention_forward") for k in kernels) == 2 * L
+    assert sum(k.startswith("fused_attention_backward") for k in kernels) == L
+    gt = traffic_of(g)
+    groups = kernel_groups(g, spans=gt.spans)
+    crossing = {t for k in kernel_traffic(g, gt.nodes, groups, gt.exposed)
+                for t, n in (*k.reads.items(), *k.writes.items()) if n > 0}
+    assert crossing and not [t for t in crossing if list(g.shape(t)).count(S) >= 2]
