@@ -77,7 +77,7 @@ class _Decide(TorchFunctionMode):
                 raise CaptureError(f"value-specialised capture: the export makes a data-dependent call ({op}, "
                                    f"{_where() or 'unknown place'}) the values pass did not make")
             d = self.plan.decisions[self.next]
-            if op == "Tensor.item" and d.op == "Tensor.tolist":
+            if op == "Tensor.item" and d.op == "Tensor.tolist" and (_where() == d.where or self._items):
                 return self._list_item(op, d)
             if d.op != op:
                 raise CaptureError(f"value-specialised capture: call {self.next + 1} is {op} at "
