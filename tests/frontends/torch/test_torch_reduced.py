@@ -175,3 +175,30 @@ def test_a_select_index_is_taken_into_the_reduced_dim(tmp_path: Path):
         v = capture_source(load_source(p), validate=True, validate_budget=TINY).graph.validation
     assert v.status == "passed" and v.method == "reference-executor per node", v.reason
     assert "at reduced sizes, 0 at their own" in v.reason and "unchecked" not in v.reason, v.reason
+
+
+ONE_HOT = '''
+import torch
+import torch.nn.functional as F
+
+
+class Model(torch.nn.Module):
+    def forward(self, x, ids):
+        return x + F.one_hot(ids, 8).to(torch.float32)
+
+
+def get_inputs():
+    return [torch.randn(4, 8), torch.randint(0, 8, (4,))]
+'''
+
+
+def test_export_assertions_are_not_listed_unchecked(tmp_path: Path):
+    """``one_hot``'s range checks (``_assert_async``) and a ``.to``'s metadata check return nothing: there
+    is nothing to compare, and they were listed as unchecked nodes (one raising on random inputs)."""
+    p = tmp_path / "one_hot.py"
+    p.write_text(ONE_HOT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = capture_source(load_source(p), validate=True, validate_budget=TINY).graph.validation
+    assert v.status == "passed" and v.method == "reference-executor per node", v.reason
+    assert "unchecked" not in v.reason, v.reason
