@@ -68,25 +68,29 @@ def test_the_full_app_has_every_command_in_help_order() -> None:
 
 
 GC_PROBE = r"""
-import atexit, gc, sys
+import atexit, gc, os, sys
 from solar_io.cli.main import main
 try:
     main(["check", sys.argv[1]])
 except SystemExit:
     pass
 print("main(argv)", gc.isenabled())
-atexit.register(lambda: print("entry point", gc.isenabled()))
+exit_now = os._exit
+os._exit = lambda status: (print("entry point", gc.isenabled(), status, flush=True), exit_now(status))
+atexit.register(lambda: print("teardown ran"))
 sys.argv = ["solar-io", "check", sys.argv[1]]
 main()
 """
 
 
-def test_bound_and_check_run_without_the_cyclic_collector_only_as_the_process_entry_point() -> None:
+def test_bound_and_check_run_without_the_collector_and_teardown_only_as_the_process_entry_point() -> None:
     """``main()`` (the console script, ``python -m solar_io``) runs ``bound`` and ``check`` with the cyclic
-    collector off (their objects live until the process exits); ``main(argv)`` inside a longer process
-    leaves it on."""
-    r = subprocess.run([sys.executable, "-c", GC_PROBE, str(GRAPH)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    states = [line for line in r.stdout.splitlines() if line.startswith(("main(argv)", "entry point"))]
-    assert states == ["main(argv) True", "entry point False"], r.stdout
+    collector off and ends the process without the interpreter's teardown (``os._exit`` with the command's
+    status, output flushed); ``main(argv)`` inside a longer process leaves the collector on and returns."""
+    for graph, status in ((GRAPH, 0), (ROOT / "no-such-graph.yaml", 1)):
+        r = subprocess.run([sys.executable, "-c", GC_PROBE, str(graph)], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == status, r.stderr[-2000:]
+        states = [line for line in r.stdout.splitlines() if line.startswith(("main(argv)", "entry point", "teardown"))]
+        assert states == ["main(argv) True", f"entry point False {status}"], r.stdout
+        assert ("no-such-graph.yaml: (document): cannot read" in r.stdout + r.stderr) == bool(status), r.stderr
