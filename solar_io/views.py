@@ -41,7 +41,7 @@ from math import prod
 
 from .footprint import access_elements
 from .graph import Graph, Node
-from .metrics import BOUNDARY_ROLES, NodeMetrics, in_place_outputs, tensor_bytes
+from .metrics import BOUNDARY_ROLES, NodeMetrics, in_place_outputs, node_metrics, tensor_bytes
 
 
 class ViewChains:
@@ -62,6 +62,7 @@ class ViewChains:
                 self.computed.update(o.tensor for o in n.outputs)
         self._lost: dict[str, float] = {}
         self._faithful: dict[str, bool] = {}
+        self._exposed: dict[str, float] | None = None
 
     def root_elements(self, tensor: str, elements: float) -> float:
         """A lower bound on the distinct elements of ``tensor``'s root that ``elements`` distinct
@@ -101,8 +102,17 @@ class ViewChains:
         return self._faithful[tensor]
 
     def exposed(self) -> dict[str, float]:
-        """Root -> the bytes of it that graph outputs viewing it certainly expose; only roots
-        computed by a non-view node and not themselves graph outputs appear."""
+        """Root -> the bytes of it that graph outputs certainly expose: through views of it, or as an
+        earlier step of a chain of scatters updating an input in place (:func:`in_place_exposed`); only
+        roots computed by a non-view node and not themselves graph outputs appear."""
+        if self._exposed is None:
+            out = self._view_exposed()
+            for t, b in in_place_exposed(self.g).items():
+                out[t] = max(out.get(t, 0.0), b)
+            self._exposed = out
+        return dict(self._exposed)
+
+    def _view_exposed(self) -> dict[str, float]:
         tmap = self.g.tensor_map
         out: dict[str, float] = {}
         for t in self.g.tensors:
@@ -137,29 +147,54 @@ def boundary_bytes(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
     source = boundary_reads(g, nodes, chains)
     # Outputs as their node writes them: an output that is a view moves no bytes itself.
     written = math.fsum(b for m in nodes for t, b in m.bytes_written.items() if tmap[t].role == "output")
-    exposed = math.fsum(chains.exposed().values()) if chains is not None else 0.0
-    return math.fsum(source.values()) + written + exposed + _in_place_rest(g, nodes)
+    exposed = math.fsum((chains.exposed() if chains is not None else in_place_exposed(g)).values())
+    return math.fsum(source.values()) + written + exposed
 
 
-def _in_place_rest(g: Graph, nodes: Sequence[NodeMetrics]) -> float:
-    """What an output updated in place by a chain of scatters (``x[p] = a; x[q] = b; return x``) must
-    write besides its last scatter's elements: every scatter of the chain changed the input's memory,
-    so at least the largest of their writes (a lower bound on their union) reaches DRAM."""
+def in_place_exposed(g: Graph) -> dict[str, float]:
+    """Earlier steps of an in-place chain -> the bytes of them the output certainly exposes.
+
+    An output updated in place by a chain of scatters (``x[p] = a; x[q] = b; return x``) is charged its
+    last scatter's elements as its node writes them; every scatter of the chain changed the input's
+    memory, so at least the largest of their writes (a lower bound on their union, the positions may
+    overlap) reaches DRAM. The difference is exposed on the chain step that writes the most, as an
+    output view exposes part of the tensor it views: every fidelity then delivers it to DRAM (the fused
+    boundary, the unfused kernels' residency credit and the cache-aware segments alike), so no
+    kernel-by-kernel count can credit the first scatter's rows away as an intermediate kept on chip.
+
+    >>> from solar_io.affine import parse_access
+    >>> from solar_io.graph import Graph, Node, Tensor
+    >>> def put(name, src, idx, r, init, out):
+    ...     return Node(name, "einsum", "aten.index_put", (parse_access(f"{init}[@{idx}, D]"),
+    ...                 parse_access(f"{src}[{r}, D]"), parse_access(f"{idx}[{r}]")),
+    ...                 (parse_access(f"{out}[@{idx}, D]"),),
+    ...                 space=(r, "D"), map="identity", reduce="none", init=init)
+    >>> g = Graph((("T", 8), ("S", 2), ("U", 1), ("D", 4)), (Tensor("x", ("T", "D"), "fp32", "input"),
+    ...           Tensor("a", ("S", "D"), "fp32", "input"), Tensor("p", ("S",), "int64", "input"),
+    ...           Tensor("b", ("U", "D"), "fp32", "input"), Tensor("q", ("U",), "int64", "input"),
+    ...           Tensor("x1", ("T", "D"), "fp32", "intermediate"),
+    ...           Tensor("y", ("T", "D"), "fp32", "output", updates="x")),
+    ...           (put("p1", "a", "p", "S", "x", "x1"), put("p2", "b", "q", "U", "x1", "y")))
+    >>> in_place_exposed(g)  # 2 rows of 4 fp32 (32 B), then 1 row (16 B, y's own write): 16 B more
+    {'x1': 16.0}
+    """
     in_place = in_place_outputs(g)
     if not in_place:
-        return 0.0
-    writer = {a.tensor: k for k, n in enumerate(g.nodes) for a in n.outputs}
-    extra = 0.0
-    for out in in_place:
-        k = writer[out]
-        last = nodes[k].bytes_written.get(out, 0.0)
-        most, cur = last, g.nodes[k].init
-        while cur in writer and g.nodes[writer[cur]].init is not None:
-            j = writer[cur]
-            most = max(most, nodes[j].bytes_written.get(cur, 0.0))
-            cur = g.nodes[j].init
-        extra += most - last
-    return extra
+        return {}
+    writer = {a.tensor: n for n in g.nodes for a in n.outputs}
+    out: dict[str, float] = {}
+    for name in in_place:
+        steps: list[tuple[str, float]] = []
+        cur = name
+        while cur in writer and writer[cur].init is not None and len(steps) <= len(g.nodes):
+            n = writer[cur]
+            steps.append((cur, node_metrics(g, n, in_place=in_place).bytes_written.get(cur, 0.0)))
+            cur = n.init  # type: ignore[assignment]
+        last = steps[0][1]
+        tensor, most = max(steps[1:], key=lambda s: s[1], default=(name, last))
+        if most > last:
+            out[tensor] = max(out.get(tensor, 0.0), most - last)
+    return out
 
 
 def boundary_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | None = None) -> dict[str, float]:
@@ -225,4 +260,4 @@ def _lost(g: Graph, n: Node, tensor: str) -> float:
     return max(0.0, p - count)
 
 
-__all__ = ["ViewChains", "boundary_bytes", "exposed_bytes", "view_roots"]
+__all__ = ["ViewChains", "boundary_bytes", "exposed_bytes", "in_place_exposed", "view_roots"]

@@ -19,9 +19,18 @@ names = st.from_regex(r"[a-z][a-z0-9_]{0,6}(\.[a-z0-9]{1,4})?", fullmatch=True)
 free_text = st.text(min_size=1, max_size=20)
 
 
+def _scatters_into(src: Tensor, target: Tensor) -> bool:
+    """True when ``target[@idx, rest] = src[S, rest]`` is a valid scatter (``S`` any rank not in ``rest``)."""
+    return src.name != target.name and len(src.ranks) == len(target.ranks) > 0 and src.ranks[1:] == target.ranks[1:]
+
+
 @st.composite
-def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph:
-    """A random valid graph: einsum (with scans), scatter, copy, reshape and opaque nodes over small ranks."""
+def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text, in_place: bool = False) -> Graph:
+    """A random valid graph: einsum (with scans), scatter, copy, reshape and opaque nodes over small ranks.
+
+    ``in_place``: a scatter may start from an earlier scatter's result (a chain ``x[p] = a; x[q] = b``),
+    and a chain's result that nothing reads is an output that ``updates`` the input the chain starts
+    from (format 1.5)."""
     n_ranks = draw(st.integers(1, 5))
     ranks = [(f"R{i}", draw(st.integers(1, max_size))) for i in range(n_ranks)]
     sizes = dict(ranks)
@@ -38,8 +47,10 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
         readable.append(t)
     nodes: list[Node] = []
     consumed: set[str] = set()
+    chain_of: dict[str, str] = {}  # scatter result -> the input its chain of scatters starts from
     for k in range(draw(st.integers(1, max_nodes))):
-        kind = draw(st.sampled_from(["einsum", "einsum", "scatter", "copy", "reshape", "opaque"]))
+        kind = draw(st.sampled_from(["einsum", "einsum", "scatter", "copy", "reshape", "opaque"]
+                                    + ["scatter"] * (2 * in_place)))
         if kind == "scatter" and not any(t.ranks for t in readable):
             kind = "einsum"
         out_name = f"{prefix}_t{k}"
@@ -62,18 +73,29 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
                         map=map_op, reduce=reduce_op, location=draw(st.none() | text), scan=scan)
         elif kind == "scatter":
             # out[@idx, rest] combines src[r0, rest] into a copy of init; idx is an immediate (all zeros).
-            src = draw(st.sampled_from([t for t in readable if t.ranks]))
+            # in_place: the scattered rank of the target may be another rank than the source's first
+            chained = [t for t in readable if t.name in chain_of and t.name not in consumed
+                       and any(_scatters_into(o, t) for o in readable)] if in_place else []
+            if chained and draw(st.booleans()):  # the next step of a chain: into an earlier scatter's result
+                init = draw(st.sampled_from(chained))
+                src = draw(st.sampled_from([o for o in readable if _scatters_into(o, init)]))
+            else:
+                src = draw(st.sampled_from([t for t in readable if t.ranks]))
+                target = draw(st.sampled_from([r for r in rank_names if r not in src.ranks[1:]])) if in_place \
+                    else src.ranks[0]
+                init = Tensor(f"{prefix}_init{k}", (target, *src.ranks[1:]), dt, "input")
             idx = Tensor(f"{prefix}_idx{k}", src.ranks[:1], "int64", "constant", value=0.0)
-            init = Tensor(f"{prefix}_init{k}", src.ranks, dt, "input")
-            out = Tensor(out_name, src.ranks, dt, "intermediate")
+            dt = init.dtype
+            out = Tensor(out_name, init.ranks, dt, "intermediate")
+            chain_of[out_name] = chain_of.get(init.name, init.name)
             index = ", ".join([f"@{idx.name}", *src.ranks[1:]])
             node = Node(f"n{k}", "einsum", "scatter", (parse_access(f"{init.name}[{index}]"),
                                                        parse_access(f"{src.name}[{', '.join(src.ranks)}]"),
                                                        parse_access(f"{idx.name}[{src.ranks[0]}]")),
                         (parse_access(f"{out_name}[{index}]"),), space=src.ranks, map="identity",
                         reduce=draw(st.sampled_from(["none"] + REDUCE)), init=init.name)
-            tensors += [idx, init]
-            ins = [src]
+            tensors += [idx] if init.name in chain_of else [idx, init]
+            ins = [src, init] if init.name in chain_of else [src]
         elif kind == "copy":
             src = draw(st.sampled_from(readable))
             perm = draw(st.permutations(list(src.ranks)))
@@ -106,7 +128,8 @@ def graphs(draw, max_nodes: int = 6, max_size: int = 6, text=free_text) -> Graph
         readable.append(out)
         nodes.append(node)
     tensors = [t if t.role != "intermediate" or t.name in consumed else
-               Tensor(t.name, t.ranks, t.dtype, "output", t.density, t.value) for t in tensors]
+               Tensor(t.name, t.ranks, t.dtype, "output", t.density, t.value,
+                      updates=chain_of.get(t.name) if in_place else None) for t in tensors]
     validation = draw(st.sampled_from([
         Validation(),
         Validation("passed", "numeric", reference=draw(text), seed=draw(st.integers(0, 2**31)),

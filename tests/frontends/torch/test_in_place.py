@@ -101,6 +101,14 @@ def test_two_updates_of_one_input_chain_in_place():
     assert graph_metrics(g).boundary_bytes == ROWS + POS + ROWS
     r = bound(g, "h100-pcie", cache_aware=True)
     assert r.fused.bytes == ROWS + POS + ROWS and r.cache_aware.time >= r.fused.time
+    # Kernel by kernel the first scatter's rows are the cache's memory, not an intermediate a cache keeps:
+    # they reach DRAM (128 B beyond the second scatter's 64), so unfused and cache-aware never go below
+    # fused (they went to 280 B: the 192 B rows credited away on chip).
+    assert r.unfused.bytes == r.cache_aware.bytes == ROWS + POS + ROWS
+    # No residency, by hand: index_put k + pos + rows (192 + 24 + 192), neg 64 + 64, pos[:1] + 3 8 + 8,
+    # index_put_1 64 + 8 + 64.
+    classic = bound(g, "h100-pcie", residency=False)
+    assert classic.unfused.bytes == 408 + 128 + 16 + 136
 
 
 def test_slice_assignment_into_the_input_moves_the_slice_only():
