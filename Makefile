@@ -6,6 +6,13 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: run test venv bench clean
 
+# Bytecode caches on for everything make runs. Where PYTHONDONTWRITEBYTECODE is set (as on this
+# project's machines) no .pyc is ever written outside what pip compiled, so every process compiles
+# solar_io from source again and every pytest worker re-rewrites and compiles each test module:
+# collecting the suite took 19.7 s CPU that way and 7.9 s with the caches (fresh clone, same hour).
+# An empty value is "unset" for Python; the caches are __pycache__ folders, which git ignores.
+export PYTHONDONTWRITEBYTECODE :=
+
 # pyproject.toml declares ranges (torch>=2.6, ...); constraints.txt pins what this set-up installs
 # (the torch 2.13.0 CPU build, a local file on this project's machines: no download of gigabytes).
 $(STAMP): pyproject.toml constraints.txt
