@@ -17,7 +17,8 @@ Computed from the file on demand, never stored in it.
   width times its density (a sparse tensor is stored compressed). Constants that are one
   repeated value are immediates: zero bytes. View-only data movement moves no bytes. An
   access through ``@t`` touches at most one element per iteration point, and per gathered
-  dimension at most as many as ``t`` holds indexes (taken as distinct): this applies to
+  dimension at most as many as ``t`` holds indexes (taken as distinct; an immediate ``t``, one repeated
+  value, names one position): this applies to
   gathers and to scattered outputs alike, which write only the elements they select (the
   rest keep the ``init`` tensor's values in place); the ``init`` tensor is read at those
   elements when the scatter combines into them, and not at all for reduce ``none``. That holds
@@ -139,12 +140,41 @@ def in_place_outputs(g: Graph) -> frozenset[str]:
     return frozenset(out)
 
 
+def returned_tensors(g: Graph) -> frozenset[str]:
+    """Graph outputs and the tensors outputs are whole views of (chains of single-input reshapes and
+    permutes, every element kept): what the program returns. A scatter whose result is one of them,
+    unless the output updates its input in place (:func:`in_place_outputs`), makes a new tensor: written
+    whole, ``init`` copied where the scatter does not write. (An output viewing only part of a scatter's
+    result, a slice, is charged as the scatter writes: the part outside its writes is not added.)"""
+    viewed = {a.tensor: n.inputs[0] for n in g.nodes if n.kind == "data_movement" and n.view
+              and len(n.inputs) == 1 for a in n.outputs}
+    out = set()
+    for t in g.tensors:
+        if t.role == "output":
+            cur, steps, numel = t.name, 0, prod(g.shape(t.name))
+            out.add(cur)
+            while cur in viewed and steps <= len(g.nodes) and _plain(viewed[cur]) and \
+                    prod(g.shape(viewed[cur].tensor)) == numel:
+                cur, steps = viewed[cur].tensor, steps + 1
+                out.add(cur)
+    return frozenset(out)
+
+
+def _plain(a: Access) -> bool:
+    """An access reading each element once by its own rank (a reshape's or permute's input)."""
+    return a.index is None or (all(type(e) is AffineExpr and e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1
+                                   for e in a.index) and len({e.terms[0][0] for e in a.index}) == len(a.index))
+
+
 def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:
-    sizes = g.rank_sizes
+    """Index tensor -> how many distinct positions it can name: the elements the node reads of it, or one
+    for an immediate (a constant of one repeated value: every index is that position)."""
+    sizes, tmap = g.rank_sizes, g.tensor_map
     out = {}
     for a in node.inputs:
         if a.index is not None:
-            out[a.tensor] = access_elements(a, g.tensor_map[a.tensor].ranks, sizes)[0]
+            t = tmap[a.tensor]
+            out[a.tensor] = 1.0 if t.value is not None else access_elements(a, t.ranks, sizes)[0]
     return out
 
 
@@ -153,9 +183,9 @@ def _has_indirect(a: Access) -> bool:
 
 
 def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
-                 in_place: frozenset[str] | None = None) -> NodeMetrics:
+                 in_place: frozenset[str] | None = None, returned: frozenset[str] | None = None) -> NodeMetrics:
     """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, ``in_place``:
-    :func:`in_place_outputs` of ``g``, when known)."""
+    :func:`in_place_outputs` of ``g``, ``returned``: :func:`returned_tensors` of ``g``, when known)."""
     sizes = g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
@@ -181,7 +211,7 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
             elements = None
             if gathers and _has_indirect(a):
                 elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect)[0], float(points))
-            if node.init is not None and tmap[a.tensor].role == "output" and \
+            if node.init is not None and a.tensor in (returned_tensors(g) if returned is None else returned) and \
                     a.tensor not in (in_place_outputs(g) if in_place is None else in_place):
                 selected = elements if elements is not None else access_elements(a, tmap[a.tensor].ranks, sizes)[0]
                 _new_output(g, node, selected, reads)  # a new tensor: written whole, the rest copied from init
@@ -234,8 +264,8 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     from .views import boundary_bytes  # views builds on this module's tensor_bytes
 
     with gc_paused():
-        free, in_place = uncharged_nodes(g), in_place_outputs(g)
-        nodes = tuple(node_metrics(g, n, free, in_place) for n in g.nodes)
+        free, in_place, returned = uncharged_nodes(g), in_place_outputs(g), returned_tensors(g)
+        nodes = tuple(node_metrics(g, n, free, in_place, returned) for n in g.nodes)
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),
