@@ -41,11 +41,21 @@ def matmul_text() -> str:
 
 @pytest.fixture(scope="session")
 def fast_probe(tmp_path_factory):
-    """(spec, path) of this machine from one fast probe (``ProbeConfig.fast()``), shared by the
-    session (once per xdist worker that needs it; the modules that use it are also marked
-    ``xdist_group("probe")`` for --dist loadgroup); ``tests/hardware/test_hardware_probe.py`` checks the file."""
+    """(spec, path) of this machine from one fast probe (``ProbeConfig.fast()``, ~14 s CPU), made once per
+    pytest run: the first xdist worker that needs it probes under a lock in the run's shared temporary
+    folder, the others read its file; ``tests/hardware/test_hardware_probe.py`` checks the file."""
+    import fcntl
+
+    from solar_io.hardware import load_spec
     from solar_io.hardware.probe import ProbeConfig, probe_to_file
 
-    path = tmp_path_factory.mktemp("probe") / "cpu.yaml"
-    return probe_to_file(path, ProbeConfig.fast()), path
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: pytest-N/popen-gwK
+    path = shared / "fast-probe" / "cpu.yaml"
+    path.parent.mkdir(exist_ok=True)
+    with open(shared / "fast-probe.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            probe_to_file(path, ProbeConfig.fast())
+    return load_spec(path), path
 

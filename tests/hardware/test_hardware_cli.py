@@ -56,13 +56,16 @@ def test_show_bad_file_fails_cleanly(tmp_path):
 
 def test_probe_writes_a_loadable_spec(tmp_path):
     out = tmp_path / "cpu.yaml"
+    # 16 MiB bandwidth arrays (the default, 8x the last-level cache, is what tests/hardware/test_hardware_probe.py
+    # checks): the command's options reach the probe, in a fifth of the CPU time
     result = runner.invoke(app, ["probe", "-o", str(out), "--fast", "--name", "my-box",
-                                 "--gemm-sizes", "128,256"], env=WIDE)
+                                 "--gemm-sizes", "128,256", "--buffer", "16MiB"], env=WIDE)
     assert result.exit_code == 0, result.output
     assert f"wrote {out}" in result.output.replace("\n", "")
     spec = load_spec(out)
     assert spec.name == "my-box" and spec.kind == "cpu"
     assert spec.measured_gemm["fp32"].size in (128, 256)
+    assert {b.buffer_bytes for b in spec.measured_bandwidth.values()} == {16 << 20}
     shown = runner.invoke(app, ["show", str(out)], env=WIDE)
     assert shown.exit_code == 0 and "measured" in shown.output
 

@@ -21,7 +21,7 @@ from solar_io.hardware.probe import (
 )
 from solar_io.resources import data_file
 
-pytestmark = pytest.mark.xdist_group("probe")  # the session's fast probe runs on one worker
+pytestmark = pytest.mark.xdist_group("probe")  # uses the fast probe: one per run, shared by workers (conftest)
 
 def test_facts_from_a_fake_intel_tree(tmp_path):
     facts = read_cpu_facts(fake_root(tmp_path))

@@ -16,7 +16,7 @@ from solar_io.measure.timing import FLUSH_FACTOR, CacheFlusher, Timing, last_lev
 MODELS = ROOT / "tests" / "models_measure"
 
 
-pytestmark = pytest.mark.xdist_group("probe")  # the session's fast probe runs on one worker
+pytestmark = pytest.mark.xdist_group("probe")  # uses the fast probe: one per run, shared by workers (conftest)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from solar_io.reports.tables import folder_summary, geomean, to_csv
 MODELS = ROOT / "tests" / "models_measure"
 
 
-pytestmark = pytest.mark.xdist_group("probe")  # the session's fast probe runs on one worker
+pytestmark = pytest.mark.xdist_group("probe")  # uses the fast probe: one per run, shared by workers (conftest)
 
 
 @pytest.fixture(scope="module")
