@@ -42,12 +42,14 @@ from ._gc import gc_paused
 from .affine import Access, AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
-from .graph import Graph, Node, Tensor
+from .graph import Assumption, Graph, Node, Tensor
 from .ops import MAP_OPS
 
 BOUNDARY_ROLES = ("input", "weight", "constant", "output")
 #: the assumption value naming the nodes whose compute is not charged (module docstring)
 UNCHARGED = "uncharged_work"
+#: the assumption kind of scatters whose positions are counted as distinct (:func:`distinct_positions`)
+DISTINCT = "scatter_indices"
 
 
 def uncharged_nodes(g: Graph) -> frozenset[str]:
@@ -164,6 +166,40 @@ def _plain(a: Access) -> bool:
     """An access reading each element once by its own rank (a reshape's or permute's input)."""
     return a.index is None or (all(type(e) is AffineExpr and e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1
                                    for e in a.index) and len({e.terms[0][0] for e in a.index}) == len(a.index))
+
+
+def distinct_positions(g: Graph) -> Assumption | None:
+    """The assumption the byte counts make for scatters through index values the file does not hold (a
+    graph input, a computed tensor, a stored constant): each index names a distinct position, so the bytes
+    written are the indexes times the row size. Repeated indices write fewer positions, so a frontend
+    writes this into the file (``scatter_indices``, the nodes listed) and ``bound`` prints it. Immediate
+    indices (one repeated value: one position) and generated position tables (distinct by construction)
+    need no assumption.
+
+    >>> from solar_io.affine import parse_access
+    >>> g = Graph((("T", 8), ("S", 2)), (Tensor("x", ("T",), "fp32", "input"), Tensor("k", ("S",), "fp32", "input"),
+    ...           Tensor("pos", ("S",), "int64", "input"), Tensor("y", ("T",), "fp32", "output", updates="x")),
+    ...           (Node("put", "einsum", "aten.index_put", (parse_access("x[@pos]"), parse_access("k[S]"),
+    ...                 parse_access("pos[S]")), (parse_access("y[@pos]"),), space=("S",), map="identity",
+    ...                 reduce="none", init="x"),))
+    >>> distinct_positions(g).values
+    (('nodes', ('put',)), ('index_tensors', ('pos',)))
+    """
+    tmap = g.tensor_map
+    nodes, tensors = [], []
+    for n in g.nodes:
+        if n.init is None or n.kind != "einsum" or not n.outputs:
+            continue
+        held = [e.tensor for e in n.outputs[0].index or () if type(e) is Indirect
+                and tmap[e.tensor].value is None and not tmap[e.tensor].generated]
+        if held:
+            nodes.append(n.name)
+            tensors.extend(t for t in held if t not in tensors)
+    if not nodes:
+        return None
+    return Assumption(DISTINCT, "scatter", "each index of a scatter names a distinct position (its bytes written "
+                      "are its indexes times the row size); repeated indices would write fewer",
+                      (("nodes", tuple(nodes)), ("index_tensors", tuple(tensors))))
 
 
 def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:

@@ -125,3 +125,23 @@ def test_slice_assignment_into_the_input_moves_the_slice_only():
     fresh = capture(lambda cache, k, pos: torch.slice_scatter(cache, k, dim=2, start=2, end=5), *inputs())
     assert [t.updates for t in fresh.tensors if t.role == "output"] == [None]
     assert graph_metrics(fresh).boundary_bytes == (CACHE - ROWS) + ROWS + CACHE  # a new tensor: the copy
+
+
+def test_scatter_through_input_indices_records_that_they_are_distinct():
+    """``pos`` is an input: its values are not in the file, and the 192 B written count its three positions
+    as distinct, so the file says so (printed by ``bound``); the slice assignment's positions are a generated
+    table (distinct by construction) and need no assumption."""
+    from solar_io.cli.bound import assumption_text
+
+    g = capture(in_place, *inputs())
+    (a,) = [a for a in g.assumptions if a.kind == "scatter_indices"]
+    (put,) = [n.name for n in g.nodes if n.init is not None]
+    pos = [t.name for t in g.tensors if t.dtype == "int64"]
+    assert dict(a.values) == {"nodes": (put,), "index_tensors": tuple(pos)}
+    assert "scatter_indices: scatter: each index of a scatter names a distinct position" in assumption_text(g)
+
+    def sliced(cache: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        cache[:, :, 2:5] = k
+        return cache
+
+    assert not [a for a in capture(sliced, *inputs()).assumptions if a.kind == "scatter_indices"]
