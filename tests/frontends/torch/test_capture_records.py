@@ -26,6 +26,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from inprocess import Result, run_main  # noqa: E402
 from paths import TESTS  # noqa: E402
 
 from solar_io import FORMAT_VERSION, GraphError, dumps, load, loads, validate  # noqa: E402
@@ -48,7 +49,15 @@ def filled_memory() -> Iterator[None]:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
+def cli(*args: str) -> Result:
+    """``solar-io ARGS`` in this process (a fresh interpreter costs seconds of CPU importing torch):
+    these tests check exit status, stderr and the file written, not process-level behaviour."""
+    return run_main(*args)
+
+
+def cli_process(*args: str) -> subprocess.CompletedProcess:
+    """``solar-io ARGS`` in a fresh interpreter: for a model file that registers a torch op library,
+    global state that must not leak into the other tests of this worker."""
     return subprocess.run([sys.executable, "-m", "solar_io", *args], capture_output=True, text=True, timeout=300)
 
 
@@ -144,7 +153,7 @@ def test_an_op_with_no_cpu_kernel_at_all_is_a_skip_not_an_error(tmp_path: Path) 
     validation device, which is not its failure: the record says skipped and names the op."""
     src = tmp_path / "gpu_only.py"
     src.write_text(GPU_ONLY)
-    res = cli("capture", str(src), "-o", str(tmp_path / "g.yaml"))
+    res = cli_process("capture", str(src), "-o", str(tmp_path / "g.yaml"))
     assert res.returncode == 0, res.stderr
     v = load(tmp_path / "g.yaml").validation
     assert v.status == "skipped" and "solario_records.gpu_only has no kernel on the cpu" in v.reason
