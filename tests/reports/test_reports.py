@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 import yaml
+from inprocess import run_main
 from paths import ROOT
 
 from solar_io.reports.corpus import CaseResult, Violation
 from solar_io.reports.tables import folder_summary, geomean, to_csv
 
 MODELS = ROOT / "tests" / "models_measure"
+
+# check-bounds and report run their cases in the calling process (--jobs 1): these tests check exit
+# status, output and files, so they run the CLI in this process (a fresh interpreter costs seconds of
+# CPU importing torch); the zero-violation test below keeps a real process (the `cli` fixture).
 
 
 pytestmark = pytest.mark.xdist_group("probe")  # uses the fast probe: one per run, shared by workers (conftest)
@@ -42,9 +47,9 @@ def slow_chip(cpu_spec, tmp_path_factory) -> Path:
     return path
 
 
-def test_violation_is_reported_with_nodes(cli, slow_chip, tmp_path):
+def test_violation_is_reported_with_nodes(slow_chip, tmp_path):
     out = tmp_path / "cases.yaml"
-    res = cli("check-bounds", str(MODELS / "small_matmul.py"), "--hw", str(slow_chip), "--repeats", "2",
+    res = run_main("check-bounds", str(MODELS / "small_matmul.py"), "--hw", str(slow_chip), "--repeats", "2",
               "--min-time", "0", "-o", str(out))
     assert res.returncode == 1, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("VIOLATION")]
@@ -62,7 +67,7 @@ def test_violation_is_reported_with_nodes(cli, slow_chip, tmp_path):
 FAST_CHIP = "h100-sxm"
 
 
-def test_failures_and_skips_never_stop_the_rest(cli, tmp_path):
+def test_failures_and_skips_never_stop_the_rest(tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()
     shutil.copy(MODELS / "small_softmax.py", folder / "a_good.py")
@@ -71,15 +76,15 @@ def test_failures_and_skips_never_stop_the_rest(cli, tmp_path):
         "        raise RuntimeError('boom')\n\n\ndef get_inputs():\n    return [torch.ones(3)]\n")
     (folder / "c_syntax.py").write_text("import torch\ndef (:\n")
     shutil.copy(MODELS / "small_matmul.py", folder / "d_good.py")
-    res = cli("check-bounds", str(folder), "--hw", FAST_CHIP, "--repeats", "2", "--min-time", "0")
+    res = run_main("check-bounds", str(folder), "--hw", FAST_CHIP, "--repeats", "2", "--min-time", "0")
     assert res.returncode == 2, res.stdout + res.stderr
     assert "4 models: 2 within every bound, 0 violations, 2 failed, 0 skipped" in res.stdout
     failed = [ln for ln in res.stderr.splitlines() if ln.startswith("FAILED")]
     assert len(failed) == 2 and "b_raises.py" in failed[0] and "c_syntax.py" in failed[1]
-    res = cli("check-bounds", str(folder / "d_good.py"), "--hw", FAST_CHIP, "--budget", "1KiB")
+    res = run_main("check-bounds", str(folder / "d_good.py"), "--hw", FAST_CHIP, "--budget", "1KiB")
     assert res.returncode == 0 and "0 within every bound, 0 violations, 0 failed, 1 skipped" in res.stdout
     assert "SKIPPED" in res.stderr and "needs" in res.stderr
-    res = cli("check-bounds", str(tmp_path / "nope"), "--hw", FAST_CHIP)
+    res = run_main("check-bounds", str(tmp_path / "nope"), "--hw", FAST_CHIP)
     assert res.returncode == 1 and res.stderr.strip() == f"error: {tmp_path / 'nope'}: no such file or folder"
 
 
@@ -108,9 +113,9 @@ def test_tables_geomean_and_csv():
     assert float(rows[0]["headroom_fused"]) == 8.0 and rows[2]["headroom_fused"] == ""
 
 
-def test_report_folder(cli, tmp_path):
+def test_report_folder(tmp_path):
     out = tmp_path / "report"
-    res = cli("report", str(MODELS), "-o", str(out), "--hw", FAST_CHIP, "--repeats", "2")
+    res = run_main("report", str(MODELS), "-o", str(out), "--hw", FAST_CHIP, "--repeats", "2")
     assert res.returncode == 0, res.stderr
     md = (out / "report.md").read_text()
     rows = list(csv.DictReader((out / "report.csv").read_text().splitlines()))
@@ -129,9 +134,9 @@ def test_report_folder(cli, tmp_path):
     assert all(set(c["phases_s"]) == {"capture", "bound", "measure"} for c in doc["cases"])
 
 
-def test_report_bounds_only(cli, tmp_path):
+def test_report_bounds_only(tmp_path):
     out = tmp_path / "r"
-    res = cli("report", str(MODELS / "small_mlp.py"), "-o", str(out), "--hw", "h100-sxm", "--no-measure",
+    res = run_main("report", str(MODELS / "small_mlp.py"), "-o", str(out), "--hw", "h100-sxm", "--no-measure",
               "--no-plot")
     assert res.returncode == 0, res.stderr
     (row,) = list(csv.DictReader((out / "report.csv").read_text().splitlines()))
