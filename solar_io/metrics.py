@@ -173,8 +173,8 @@ def distinct_positions(g: Graph) -> Assumption | None:
     graph input, a computed tensor, a stored constant): each index names a distinct position, so the bytes
     written are the indexes times the row size. Repeated indices write fewer positions, so a frontend
     writes this into the file (``scatter_indices``, the nodes listed) and ``bound`` prints it. Immediate
-    indices (one repeated value: one position) and generated position tables (distinct by construction)
-    need no assumption.
+    indices (one repeated value: one position), one-element index tensors and generated position tables
+    (distinct by construction) need no assumption.
 
     >>> from solar_io.affine import parse_access
     >>> g = Graph((("T", 8), ("S", 2)), (Tensor("x", ("T",), "fp32", "input"), Tensor("k", ("S",), "fp32", "input"),
@@ -191,7 +191,7 @@ def distinct_positions(g: Graph) -> Assumption | None:
         if n.init is None or n.kind != "einsum" or not n.outputs:
             continue
         held = [e.tensor for e in n.outputs[0].index or () if type(e) is Indirect
-                and tmap[e.tensor].value is None and not tmap[e.tensor].generated]
+                and tmap[e.tensor].value is None and not tmap[e.tensor].generated and prod(g.shape(e.tensor)) > 1]
         if held:
             nodes.append(n.name)
             tensors.extend(t for t in held if t not in tensors)

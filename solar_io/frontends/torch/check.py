@@ -49,6 +49,13 @@ def _flat_tensors(out: Any) -> list[torch.Tensor]:
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
+def _results(cap: Capture, out: Any, inputs: list[Any]) -> list[torch.Tensor]:
+    """What the graph's outputs are, in order: the tensors the model returned, then each user input it
+    changed without returning it (``cap.lowered.mutations``), as the eager run left it."""
+    pos = {name: int(where) for name, (kind, where) in cap.lowered.sources.items() if kind == "input"}
+    return _flat_tensors(out) + [inputs[pos[name]] for name in cap.lowered.mutations]
+
+
 def validate_capture(cap: Capture, *, seed: int = 0, budget: int = 2 << 30,
                      pipeline: Pipeline | None = None) -> Validation:
     """The validation record of ``cap`` (see the module docstring). Raises CaptureError when the
@@ -94,7 +101,7 @@ class _EagerRun:
         with torch.no_grad(), no_dropout(), forcing(self.cap.plan), CpuNvfp4(), ExitStack() as stack:
             for m in modes:
                 stack.enter_context(m)
-            self.ref = _flat_tensors(self.model(*self.inputs))
+            self.ref = _results(self.cap, self.model(*self.inputs), self.inputs)
 
 
 def _validate_whole(cap: Capture, seed: int) -> Validation:
@@ -203,7 +210,7 @@ def _retry_in_fp64(cap: Capture, seed: int, first: Validation) -> Validation | s
         inputs = [widened(x) for x in cap.source.inputs("cpu")]
         arrays = _snapshot(cap, model, inputs)
         with torch.no_grad(), no_dropout(), forcing(cap.plan), Float64Mode():
-            ref = _flat_tensors(model(*inputs))
+            ref = _results(cap, model(*inputs), inputs)
         if arrays is None or len(ref) != len(cap.outputs):
             return None
         with np.errstate(all="ignore"):

@@ -56,6 +56,7 @@ class Lowered:
     selections: list[tuple[str, str, int]] = field(default_factory=list)  # choice tensors (rules/select.py)
     assumptions: list[Any] = field(default_factory=list)  # what rules assumed (graph assumptions)
     updates: dict[str, str] = field(default_factory=dict)  # output tensor -> the input it updates in place
+    mutations: list[str] = field(default_factory=list)  # inputs changed but not returned: outputs after the returned
 
 
 def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat: bool = True) -> Lowered:
@@ -110,9 +111,9 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
             if isinstance(v, T):
                 fx_tensors.setdefault(node.name, v.name)
         elif node.op == "output":
-            outputs, updates = _outputs(ep, node, env, fx_tensors, in_place)
+            outputs, updates, mutations = _outputs(ep, node, env, fx_tensors, in_place)
     return Lowered(b, outputs, sources, ctx.const_data, opaque, fx_tensors, opaque_fns, ctx.lowered_ops,
-                   ctx.opaque_targets, ctx.selections, ctx.assumptions, updates)
+                   ctx.opaque_targets, ctx.selections, ctx.assumptions, updates, mutations)
 
 
 def _writes_user_input(node: Any, specs: dict) -> bool:
@@ -126,12 +127,15 @@ def _writes_user_input(node: Any, specs: dict) -> bool:
 
 
 def _outputs(ep: Any, node: Any, env: dict, fx_tensors: dict[str, str],
-             in_place: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+             in_place: dict[str, str]) -> tuple[list[str], dict[str, str], list[str]]:
     """The program's outputs (its ``USER_OUTPUT`` values, in order) and, for those that are a mutated
     user input's new value, the input each one updates in place: ``x[:, pos] = k; return x`` exports
     either as the functional value that is also the ``USER_INPUT_MUTATION`` of ``x``, or as an in-place
     op kept on ``x`` (``in_place``: its result's tensor -> ``x``'s). The output specs pair with the
-    output node's values by position; mutations that the program does not return are not outputs."""
+    output node's values by position. A user input the program changes but does not return
+    (``cache.index_copy_(2, pos, k); return attn``) is an output too, after the returned ones, updating
+    that input: its new contents are a result of the program, so its writes are charged; the third
+    value lists those inputs in order (validation compares each with the input after the eager run)."""
     outputs: list[str] = []
     mutated: dict[str, str] = {}  # fx value name -> graph tensor of the user input it becomes
     specs = ep.graph_signature.output_specs
@@ -147,7 +151,19 @@ def _outputs(ep: Any, node: Any, env: dict, fx_tensors: dict[str, str],
         if source is not None and name not in outputs and source not in updates.values():
             updates[name] = source
         outputs.append(name)
-    return outputs, updates
+    final: dict[str, str] = {}  # user input -> the tensor of its last value (an in-place op's, or the mutation's)
+    for name, source in in_place.items():
+        final[source] = name
+    for spec, v in zip(specs, node.args[0], strict=False):
+        if spec.kind.name == "USER_INPUT_MUTATION" and v.name in mutated and isinstance(env.get(v), T):
+            final[mutated[v.name]] = env[v].name
+    mutations = []
+    for source, name in final.items():
+        if source not in updates.values() and name not in outputs and name != source:
+            updates[name] = source
+            outputs.append(name)
+            mutations.append(source)
+    return outputs, updates, mutations
 
 
 def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list, opaque_fns: dict) -> Any:

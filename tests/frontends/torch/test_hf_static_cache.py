@@ -5,7 +5,9 @@ H query and KV key/value heads of HD, feed-forward F. The static buffers hold kv
 positions; the model's ``index_copy_`` writes the step's seq and attention reads them all. By hand
 (fp32): the fused kernel reads every weight once (the embedding at the batch's rows), the rotary
 ``inv_freq``, the token ids and the kv_len cached positions per layer (the written slots are never
-read: views.py's scatter reads), and writes the logits and the new entries. A sliding-window
+read: views.py's scatter reads), and writes the logits and the new entries (the written slots of the
+caches, which the program changes without returning them: outputs updating them in place, each slot
+charged once). A sliding-window
 model (Mistral, window W = 8) holds W - 1 positions per layer in its DynamicCache and attends the
 last W. Skipped without transformers (optional extra ``zoo``).
 """
@@ -63,7 +65,11 @@ def test_static_decode_validates_and_reads_the_cache_once(hf_file: Path) -> None
     assert not m.opaque and m.macs == _macs(B, B * (L + 1)) == 215552
     shapes = {t.name: g.shape(t.name) for t in g.tensors if t.role in ("input", "output")}
     assert all(shapes[f"{kv}_cache_{i}"] == (B, KV, L + 1, HD) for i in range(LAYERS) for kv in "kv")
-    new = [t.name for t in g.tensors if t.role == "output" and len(g.shape(t.name)) == 4]
+    # The caches, changed by index_copy_ and not returned, are outputs updating them in place (the program's
+    # effect on memory); the returned new entries are slices of them: the written slot is charged once.
+    updated = {t.updates: t.name for t in g.tensors if t.role == "output" and t.updates is not None}
+    assert sorted(updated) == sorted(f"{kv}_cache_{i}" for i in range(LAYERS) for kv in "kv")
+    new = [t.name for t in g.tensors if t.role == "output" and len(g.shape(t.name)) == 4 and t.updates is None]
     assert len(new) == 2 * LAYERS and all(shapes[n] == (B, KV, 1, HD) for n in new)
     scatters = [i for i, n in enumerate(g.nodes) if n.op == "aten.index_copy"]
     assert len(scatters) == 2 * LAYERS  # each writes its one slot: the new entry read, the slot written, the index
@@ -74,7 +80,7 @@ def test_static_decode_validates_and_reads_the_cache_once(hf_file: Path) -> None
     written = FP32 * LAYERS * 2 * B * KV * HD + FP32 * B * V
     assert m.boundary_bytes == weights + cache + written + INT64 * B + FP32 * HD // 2 == 434992
     step = dict(next(a for a in g.assumptions if a.kind == "step").values)
-    assert (step["cache"], step["kv_len"], step["cache_outputs"]) == ("static", L, tuple(new))
+    assert (step["cache"], step["kv_len"], step["cache_outputs"]) == ("static", L, (*updated.values(), *new))
 
 
 def test_static_chunked_prefill_is_priced_at_the_mask(hf_file: Path) -> None:

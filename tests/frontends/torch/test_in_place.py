@@ -145,3 +145,19 @@ def test_scatter_through_input_indices_records_that_they_are_distinct():
         return cache
 
     assert not [a for a in capture(sliced, *inputs()).assumptions if a.kind == "scatter_indices"]
+
+
+def test_input_changed_but_not_returned_is_an_output_updating_it():
+    """``cache.index_copy_(2, pos, k); return k * 2``: the cache's new rows are the program's effect on memory,
+    so the changed cache is an output after the returned one, updating its input in place, and the eager
+    run's cache is compared with it. By hand: k + pos read (192 + 24), the rows written (192), k * 2 (192)."""
+    def mutates(cache: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        cache.index_copy_(2, pos, k)
+        return k * 2
+
+    g = capture(mutates, *inputs())
+    assert g.validation.status == "passed"
+    outs = {t.name: t.updates for t in g.tensors if t.role == "output"}
+    assert sorted(outs.values(), key=str) == [None, cache_input(g)]
+    r = bound(g, "h100-pcie", cache_aware=True)
+    assert graph_metrics(g).boundary_bytes == r.unfused.bytes == r.fused.bytes == ROWS + POS + ROWS + ROWS
