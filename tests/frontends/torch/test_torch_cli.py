@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from inprocess import run_main
 from paths import ROOT
 
 from solar_io import load, loads  # noqa: E402
@@ -250,13 +251,13 @@ def get_init_inputs():
 '''
 
 
-def test_a_file_written_for_a_gpu_captures_on_this_cpu(cli, tmp_path):
+def test_a_file_written_for_a_gpu_captures_on_this_cpu(tmp_path):
     """KernelBench's SDPA file makes its inputs with device='cuda': the capture (meta tensors) and
     the validation (CPU) put every tensor the file places on an accelerator on their own device."""
     src = tmp_path / "gpu_model.py"
     src.write_text(CUDA_FILE)
     out = tmp_path / "g.yaml"
-    res = cli("capture", str(src), "-o", str(out))
+    res = run_main("capture", str(src), "-o", str(out))
     assert res.returncode == 0, res.stderr
     g = load(out)
     assert g.validation.status == "passed"
