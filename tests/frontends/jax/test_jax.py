@@ -11,6 +11,7 @@ pytest.importorskip("flax")
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from inprocess import run_main  # noqa: E402
 from jax import lax  # noqa: E402
 from paths import TESTS  # noqa: E402
 
@@ -395,14 +396,14 @@ def workload(x, w):
 '''
 
 
-def test_entry_inputs_from_and_input_specs(cli, tmp_path: Path) -> None:
+def test_entry_inputs_from_and_input_specs(tmp_path: Path) -> None:
     """A file in another convention (create_inputs + workload, as JAX benchmark suites write them):
     --entry names the function, --inputs-from the inputs' maker, or --input gives their shapes."""
     src = tmp_path / "bench_style.py"
     src.write_text(BENCH_STYLE)
     for extra in (["--inputs-from", "create_inputs"], ["--input", "x=fp32[4,8]", "--input", "w=fp32[8,6]"]):
         out = tmp_path / "g.yaml"
-        res = cli("capture", str(src), "--entry", f"{src.name}:workload", *extra, "-o", str(out))
+        res = run_main("capture", str(src), "--entry", f"{src.name}:workload", *extra, "-o", str(out))
         assert res.returncode == 0, res.stderr
         g = loads(out.read_text())
         assert g.validation.status == "passed" and graph_metrics(g).flops_matrix == 2 * 4 * 8 * 6
@@ -410,7 +411,7 @@ def test_entry_inputs_from_and_input_specs(cli, tmp_path: Path) -> None:
                       (["--entry", "x:workload", "--inputs-from", "nope"], "--inputs-from names 'nope'"),
                       (["--inputs-from", "create_inputs"], "defines neither model(*inputs) nor a Flax Model"),
                       (["--entry", "x:workload", "--dtype", "bf16", "--inputs-from", "create_inputs"], "--dtype")):
-        res = cli("capture", str(src), *args)
+        res = run_main("capture", str(src), *args)
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and msg in res.stderr, res.stderr
 
 
