@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from inprocess import run_main
 
 import solar_io
 from solar_io.frontends.common.errors import CaptureError
@@ -169,7 +170,7 @@ def test_workload_lines_plain_trace_shaped_and_bad(tmp_path):
 
 # ----------------------------------------------------------------------------- captures
 
-def test_gemm_capture_cli_one_graph_per_workload_hand_counts(tmp_path, cli):
+def test_gemm_capture_cli_one_graph_per_workload_hand_counts(tmp_path):
     lines = [{"uuid": "w0", "axes": {"M": 16}, "inputs": {"alpha": {"type": "scalar", "value": 0.5}},
               "tolerance": {"max_atol": 0.01}},
              {"axes": {"M": 3}, "inputs": {"alpha": {"type": "scalar", "value": 0.5}}},  # violates M % 2 == 0
@@ -177,7 +178,7 @@ def test_gemm_capture_cli_one_graph_per_workload_hand_counts(tmp_path, cli):
                                                        "inputs": {"alpha": {"type": "scalar", "value": 2.0}}}}]
     d = _problem(tmp_path, GEMM, lines)
     out = tmp_path / "graphs"
-    r = cli("capture", str(d), "-o", str(out))
+    r = run_main("capture", str(d), "-o", str(out))
     assert r.returncode == 1, r.stderr
     assert f"{d}/workload.jsonl:2: " in r.stderr and "'M % 2 == 0' does not hold (M=3)" in r.stderr
     assert "Traceback" not in r.stderr
@@ -246,13 +247,13 @@ def test_safetensors_custom_and_zero_d_scalar_inputs(tmp_path):
     assert m.boundary_bytes == 4 * (min(T, P) * D + T + T + 1 + T * D)
 
 
-def test_a_corpus_folder_keeps_subsets_and_one_bad_problem_does_not_stop_the_rest(tmp_path, cli):
+def test_a_corpus_folder_keeps_subsets_and_one_bad_problem_does_not_stop_the_rest(tmp_path):
     corpus = tmp_path / "corpus"
     _problem(corpus / "L1", GEMM, [{"uuid": "a", "axes": {"M": 2}, "inputs": {"alpha": {"type": "scalar",
                                                                                          "value": 1.0}}}], "gemm")
     broken = dict(GEMM, inputs=dict(GEMM["inputs"], A={"shape": ["M", "K"], "dtype": "float12"}))
     _problem(corpus / "L2", broken, ["{}"], "broken")
-    r = cli("capture", str(corpus), "-o", str(tmp_path / "g"))
+    r = run_main("capture", str(corpus), "-o", str(tmp_path / "g"))
     assert r.returncode == 1
     assert f"{corpus}/L2/broken/definition.json: inputs.A.dtype: unknown dtype 'float12'" in r.stderr
     assert (tmp_path / "g" / "L1" / "gemm_n64_k32.a.yaml").is_file()
