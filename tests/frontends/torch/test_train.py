@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from inprocess import run_main  # noqa: E402
 from paths import ROOT  # noqa: E402
 
 from solar_io.frontends.common.training import TrainSpec  # noqa: E402
@@ -182,11 +181,9 @@ def test_corpus_macs_match_flop_counter(name: str) -> None:
 def test_cli_train_errors(tmp_path: Path) -> None:
     p = tmp_path / "model.py"
     p.write_text(MLP)
-    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--train", "--loss", "hinge"],
-                       capture_output=True, text=True, timeout=300)
+    r = run_main("capture", str(p), "--train", "--loss", "hinge")
     assert r.returncode != 0 and "bad --loss 'hinge'" in r.stderr and "Traceback" not in r.stderr
-    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--train", "--optimizer", "none",
-                        "--master-dtype", "fp32"], capture_output=True, text=True, timeout=300)
+    r = run_main("capture", str(p), "--train", "--optimizer", "none", "--master-dtype", "fp32")
     assert r.returncode != 0 and "--master-dtype needs an optimizer" in r.stderr
 
 
@@ -344,14 +341,11 @@ def test_cli_recompute(tmp_path: Path) -> None:
     p = tmp_path / "model.py"
     p.write_text(RESIDUAL_MLP)
     out = tmp_path / "step.yaml"
-    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--recompute"], capture_output=True,
-                       text=True, timeout=300)
+    r = run_main("capture", str(p), "--recompute")
     assert r.returncode != 0 and "--recompute changes a training step: give --train" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--train", "--loss", "mse",
-                        "--recompute", "-o", str(out)], capture_output=True, text=True, timeout=300)
+    r = run_main("capture", str(p), "--train", "--loss", "mse", "--recompute", "-o", str(out))
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "solar_io", "bound", str(out), "--hw", "h100-sxm"],
-                       capture_output=True, text=True, timeout=300)
+    r = run_main("bound", str(out), "--hw", "h100-sxm")
     assert r.returncode == 0, r.stderr
     assert "recompute (activation checkpointing): 6 forward nodes re-run in the backward (1536 MACs)" in r.stdout
     # the re-run MACs count in the backward's row, the forward's stays 2 layers x (up + down) = 2 * 2 * 6*8*16
