@@ -134,9 +134,9 @@ def test_report_folder(tmp_path):
     assert all(set(c["phases_s"]) == {"capture", "bound", "measure"} for c in doc["cases"])
 
 
-def test_report_bounds_only(tmp_path):
+def test_report_bounds_only(cli, tmp_path):  # `report` in a real interpreter (python -m solar_io)
     out = tmp_path / "r"
-    res = run_main("report", str(MODELS / "small_mlp.py"), "-o", str(out), "--hw", "h100-sxm", "--no-measure",
+    res = cli("report", str(MODELS / "small_mlp.py"), "-o", str(out), "--hw", "h100-sxm", "--no-measure",
               "--no-plot")
     assert res.returncode == 0, res.stderr
     (row,) = list(csv.DictReader((out / "report.csv").read_text().splitlines()))
