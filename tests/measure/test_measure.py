@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from inprocess import run_main
 from paths import ROOT
 
 from solar_io.measure import RunOptions, headroom, measure_file, time_runs
@@ -145,17 +146,17 @@ def test_measure_cli_bound_json(cli):
     assert fids["fused"]["sol_s"] == pytest.approx(want)
 
 
-def test_measure_cli_text_and_errors(cli, tmp_path):
-    res = cli("measure", str(MODELS / "small_softmax.py"), "--repeats", "2", "--min-time", "0", "--warm")
+def test_measure_cli_text_and_errors(tmp_path):
+    res = run_main("measure", str(MODELS / "small_softmax.py"), "--repeats", "2", "--min-time", "0", "--warm")
     assert res.returncode == 0, res.stderr
     assert "warm cache (--warm)" in res.stdout and "median" in res.stdout and "IQR" in res.stdout
-    res = cli("measure", str(MODELS / "small_softmax.py"), "--bound")
+    res = run_main("measure", str(MODELS / "small_softmax.py"), "--bound")
     assert res.returncode == 1
     assert res.stderr.strip() == "error: --bound needs --hw (a chip name, a spec path, or 'local')"
     bad = tmp_path / "raises.py"
     bad.write_text("import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
                    "        raise RuntimeError('boom')\n\n\ndef get_inputs():\n    return [torch.ones(2)]\n")
-    res = cli("measure", str(bad), "--repeats", "1")
+    res = run_main("measure", str(bad), "--repeats", "1")
     assert res.returncode == 1
     assert res.stderr.count("\n") == 1 and "raises.py" in res.stderr and "boom" in res.stderr
 
