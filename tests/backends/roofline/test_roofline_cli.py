@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_cli
+from inprocess import run_main
 from jsonschema import Draft202012Validator
 from paths import ROOT
 from test_roofline import build, einsum, mlp_graph
@@ -19,6 +21,13 @@ from solar_io.backends.roofline.table import render
 SCHEMA = json.loads((ROOT / "schema" / "sol-report-v1.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA)
 MLP = ROOT / "examples" / "graphs" / "mlp.yaml"
+
+
+@pytest.fixture
+def cli():
+    """``solar-io bound`` in this process (tests/inprocess.py; a fresh interpreter costs seconds of CPU):
+    these tests check exit status, output and files. The default table keeps a real interpreter."""
+    return run_main
 
 
 def _valid(doc: object) -> None:
@@ -99,7 +108,7 @@ def test_bound_json_several_chips_and_top(cli):
 
 
 def test_bound_table_default(cli):
-    res = cli("bound", str(MLP), "--hw", "h100,thor", "--measured", "1ms", "--target-rate", "1kHz")
+    res = run_cli("bound", str(MLP), "--hw", "h100,thor", "--measured", "1ms", "--target-rate", "1kHz")
     assert res.returncode == 0, res.stderr
     for text in ("Speed of light", "unfused", "fused", "cache-aware", "Cache-aware groups", "fusion gain", "fc1",
                  "Inverse roofline", "Comparison", "matrix/bf16", "dram"):
