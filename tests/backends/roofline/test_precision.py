@@ -11,6 +11,7 @@ import json
 import math
 
 import pytest
+from inprocess import run_main
 from jsonschema import Draft202012Validator
 from paths import ROOT
 
@@ -257,20 +258,20 @@ def test_every_report_format_names_the_policy_and_what_it_repriced(tmp_path):
     assert "fp32->tf32 off" in render([s]) and "--strict-fp32 --strict-dequant" in render([s])
 
 
-def test_cli_flags_and_one_line_errors(cli, tmp_path):
+def test_cli_flags_and_one_line_errors(tmp_path):
     path = tmp_path / "ffn.yaml"
     path.write_text(dumps(flux_ffn()), encoding="utf-8")
-    res = cli("bound", str(path), "--hw", "b200", "--clock", "1500MHz", "--no-cache-aware", "-f", "json")
+    res = run_main("bound", str(path), "--hw", "b200", "--clock", "1500MHz", "--no-cache-aware", "-f", "json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)["reports"][0]
     assert close(doc["fidelities"]["fused"]["time_s"], 2 * 2 * M * D * F / TF32)
     assert any("DRAM bandwidth is not scaled" in n for n in doc["notes"])
-    old = cli("bound", str(path), "--hw", "b200", "--allow-tf32", "--no-cache-aware", "-f", "json")
+    old = run_main("bound", str(path), "--hw", "b200", "--allow-tf32", "--no-cache-aware", "-f", "json")
     assert old.returncode == 0 and json.loads(old.stdout)["reports"][0]["options"]["allow_tf32"] is True
     for args, message in ((["--hw", "h100-pcie", "--clock", "1500MHz"], "--clock: hardware h100-pcie gives no clock"),
                           (["--hw", "b200", "--clock", "fast"], "--clock: cannot read 'fast'"),
                           (["--hw", "b200", "--allow-tf32", "--strict-fp32"], "not both")):
-        bad = cli("bound", str(path), *args, "--no-cache-aware")
+        bad = run_main("bound", str(path), *args, "--no-cache-aware")
         lines = bad.stderr.strip().splitlines()
         assert bad.returncode == 1 and len(lines) == 1 and message in lines[0], bad.stderr
 
