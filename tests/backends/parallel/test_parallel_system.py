@@ -7,6 +7,7 @@ import json
 
 import pytest
 import yaml
+from inprocess import run_main
 from jsonschema import Draft202012Validator
 from paths import ROOT
 from typer.testing import CliRunner
@@ -80,13 +81,13 @@ def test_system_errors_are_one_line(tmp_path):
         load_system(bad)
 
 
-def test_bound_cli_parallel(cli, tmp_path):
-    r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2")
+def test_bound_cli_parallel(tmp_path):
+    r = run_main("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2")
     assert r.returncode == 0, r.stderr
     assert "all-reduce" in r.stdout and "SOL overlapped" in r.stdout and "assumptions:" in r.stdout
     out = tmp_path / "r.yaml"
-    r = cli("bound", str(MLP), "--system", "dgx-h100x4", "--parallel", "tp=8,dp=4", "--format", "yaml", "-o", str(out),
-            "--measured", "1ms")
+    r = run_main("bound", str(MLP), "--system", "dgx-h100x4", "--parallel", "tp=8,dp=4", "--format", "yaml",
+                 "-o", str(out), "--measured", "1ms")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(out.read_text())
     assert doc["system"] == "dgx-h100x4" and doc["chips"] == 32 and doc["tp_split_ranks"] == {"H": 8}
@@ -95,12 +96,12 @@ def test_bound_cli_parallel(cli, tmp_path):
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(doc)]
     step = doc["step"]["fused"]
     assert doc["measured_s"] == 1e-3 and step["headroom"] == pytest.approx(1e-3 / step["overlapped_s"], rel=1e-12)
-    r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2", "--dtype", "fp8_e4m3", "-f", "json")
+    r = run_main("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2", "--dtype", "fp8_e4m3", "-f", "json")
     (c,) = json.loads(r.stdout)["stages"][0]["collectives"]
     assert r.returncode == 0 and c["bytes"] == 512 * 1024 * 1  # the cast graph's activation, 1 byte per element
-    r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2", "--target-rate", "10Hz")
+    r = run_main("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2", "--target-rate", "10Hz")
     assert r.returncode == 1 and "--target-rate: not available with --parallel" in r.stderr
-    r = cli("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2,bogus")
+    r = run_main("bound", str(MLP), "--hw", "h100-sxm", "--parallel", "tp=2,bogus")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot read 'bogus'" in r.stderr
 
 
