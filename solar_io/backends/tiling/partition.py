@@ -65,12 +65,16 @@ class Credit:
         n = len(v.reads)
         self.reads: list[tuple] = [()] * n
         self.writes: list[tuple] = [()] * n
-        for run in (range(n),) if runs is None else runs:
-            for k in run:
-                self.reads[k] = tuple((t, b, producer.get(t, -1), first[t]) for t, b in v.reads[k].items()
-                                      if first.get(t, k) < k)
+        wanted = set(range(n)) if runs is None else {k for run in runs for k in run}
+        seen: dict[str, float] = {}  # bytes of each root the nodes before k moved: at most that much is on chip
+        for k in range(n):
+            if k in wanted:
+                self.reads[k] = tuple((t, min(b, seen[t]), producer.get(t, -1), first[t])
+                                      for t, b in v.reads[k].items() if first.get(t, k) < k and seen.get(t, 0.0) > 0)
                 self.writes[k] = tuple((t, b - min(b, v.exposed.get(t, 0.0)), last[t]) for t, b in v.writes[k].items()
                                        if t not in v.output and last.get(t, -1) > k)
+            for t, b in (*v.reads[k].items(), *v.writes[k].items()):
+                seen[t] = max(seen.get(t, 0.0), b)
 
         self._sums: dict[tuple[int, int], tuple[float, float]] = {}
 

@@ -94,8 +94,9 @@ def with_contexts(g: Graph, v: GraphTraffic, nodes: tuple[int, ...], window: int
     each node's roots in access order, when known (another structure's, permuted)."""
     ctx_ids: dict[tuple, int] = {}
     ctxs = [-1 - k for k in range(len(g.nodes))]
-    roots_of = list(roots) if roots is not None else [
-        tuple(dict.fromkeys(v.root[a.tensor] for a in (*n.inputs, *n.outputs))) for n in g.nodes]
+    roots_of = list(roots) if roots is not None else [  # then roots the traffic adds (a scatter's init read)
+        tuple(dict.fromkeys([*(v.root[a.tensor] for a in (*n.inputs, *n.outputs)), *v.reads[k], *v.writes[k]]))
+        for k, n in enumerate(g.nodes)]
     tmap = g.tensor_map
 
     def near(d: int) -> int | None:

@@ -53,7 +53,7 @@ class GraphTraffic:
     size: dict[str, float]                    # root -> largest bytes read or written of it
     exposed: dict[str, float]                 # computed root -> bytes graph outputs viewing it expose
     spans: tuple[tuple[int, int], ...]        # the kernels as inclusive node-index ranges
-    first: dict[str, int]                     # root -> index of the first node touching it
+    first: dict[str, int]                     # root -> index of the first node moving bytes of it
     last_reader: dict[str, int]               # root -> index of the last node reading it
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -99,7 +99,8 @@ def build_traffic(g: Graph, gm: GraphMetrics | None = None) -> GraphTraffic:
             producer.setdefault(t, i)
         for t, b in (*tr.reads.items(), *tr.writes.items()):
             size[t] = max(size.get(t, 0.0), b)
-            first.setdefault(t, i)
+            if b > 0:  # a zero-byte access (an overwritten init) brings nothing on chip
+                first.setdefault(t, i)
     out = frozenset(t.name for t in g.tensors if t.role == "output" and root[t.name] == t.name)
     return GraphTraffic(g, gm, chains, per_node, root, producer, {k: tuple(v) for k, v in consumers.items()}, out,
                         tuple(tr.reads for tr in per_node), tuple(tr.writes for tr in per_node), size,
@@ -125,8 +126,9 @@ def reordered(gt: GraphTraffic, order: Sequence[int]) -> GraphTraffic:
     producer = {t: pos[k] for t, k in gt.producer.items()}
     first: dict[str, int] = {}
     for p, tr in enumerate(per_node):
-        for t in (*tr.reads, *tr.writes):
-            first.setdefault(t, p)
+        for t, b in (*tr.reads.items(), *tr.writes.items()):
+            if b > 0:
+                first.setdefault(t, p)
     got = GraphTraffic(g2, gm2, gt.chains, per_node, gt.root, producer, consumers, gt.output,
                        tuple(tr.reads for tr in per_node), tuple(tr.writes for tr in per_node), gt.size, gt.exposed,
                        spans, first, {t: c[-1] for t, c in consumers.items()})

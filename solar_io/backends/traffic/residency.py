@@ -47,9 +47,13 @@ class NodeTraffic:
 
 def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -> list[NodeTraffic]:
     """Per node of ``g``: its reads and writes by alias root (a broadcast view read in full is
-    the root's bytes, not the view's: counting the view would charge bytes no kernel moves)."""
+    the root's bytes, not the view's: counting the view would charge bytes no kernel moves). A scatter
+    writes only what it selects, the rest of its result *is* its ``init`` (:mod:`solar_io.metrics`), so a
+    later read of the result beyond what the chain of scatters wrote is a read of the init's root (as the
+    fused boundary counts it, :func:`solar_io.views.boundary_reads`): every fidelity sees that read."""
     chains = ViewChains(g) if chains is None else chains
     root = chains.root
+    alias: dict[str, tuple[str, float]] = {}  # scatter result root -> (its chain's init root, bytes the chain wrote)
     out = []
     for n, m in zip(g.nodes, gm.nodes, strict=True):
         rd: dict[str, float] = {}
@@ -57,10 +61,19 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
         if not (n.kind == "data_movement" and n.view):
             for t, b in m.bytes_read.items():
                 r = root[t]
-                rd[r] = max(rd.get(r, 0.0), b if r == t else chains.root_bytes(t, b))
+                b = b if r == t else chains.root_bytes(t, b)
+                if r in alias and t != n.init:
+                    # A read of a scatter's result beyond what its chain wrote reads the init's memory.
+                    base, written = alias[r]
+                    rd[base] = max(rd.get(base, 0.0), b - written)
+                    b = min(b, written)
+                rd[r] = max(rd.get(r, 0.0), b)
             for t, b in m.bytes_written.items():
                 r = root[t]
                 wr[r] = max(wr.get(r, 0.0), b if r == t else chains.root_bytes(t, b))
+            if n.init is not None and n.outputs:
+                base, done = alias.get(root[n.init], (root[n.init], 0.0))
+                alias[root[n.outputs[0].tensor]] = (base, done + sum(wr.values()))
         out.append(NodeTraffic(rd, wr))
     return out
 
