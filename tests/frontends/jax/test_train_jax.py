@@ -3,8 +3,6 @@ hand, validation against jax.jit and optax, --recompute, the CLI."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 jax = pytest.importorskip("jax")
 pytest.importorskip("optax")
 
+from inprocess import run_main  # noqa: E402
 from paths import TESTS  # noqa: E402
 
 from solar_io.frontends.common.training import TrainSpec  # noqa: E402
@@ -121,16 +120,13 @@ def test_recompute_residual_layers(tmp_path: Path) -> None:
 def test_cli_jax_train(tmp_path: Path) -> None:
     p = _file(tmp_path, MLP)
     out = tmp_path / "step.yaml"
-    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(p), "--train", "--loss", "ce", "-o",
-                        str(out)], capture_output=True, text=True, timeout=300)
+    r = run_main("capture", str(p), "--train", "--loss", "ce", "-o", str(out))
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "solar_io", "bound", str(out), "--hw", "h100-sxm"],
-                       capture_output=True, text=True, timeout=300)
+    r = run_main("bound", str(out), "--hw", "h100-sxm")
     assert r.returncode == 0, r.stderr
     assert "optimizer" in r.stdout and "peak live activations" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "solar_io", "capture", str(_file(tmp_path, "import jax\n"
-                        "def model(x):\n    return x * 2\ndef get_inputs():\n    return [jax.numpy.ones(3)]\n")),
-                        "--train"], capture_output=True, text=True, timeout=300)
+    r = run_main("capture", str(_file(tmp_path, "import jax\ndef model(x):\n    return x * 2\n"
+                                      "def get_inputs():\n    return [jax.numpy.ones(3)]\n")), "--train")
     assert r.returncode != 0 and "has no parameters to train" in r.stderr and "Traceback" not in r.stderr
 
 
