@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from inprocess import run_main
 from paths import ROOT
 
 import solar_io
@@ -48,12 +49,12 @@ def test_launch_overhead_is_reported_apart_and_off_by_default():
     assert "unfused 1 kernel(s) = 400 ns" in note and "fused 1 kernel = 400 ns" in note
 
 
-def test_cli_hw_at_clock_and_launch_overhead(tmp_path, cli):
+def test_cli_hw_at_clock_and_launch_overhead(tmp_path):
     p = tmp_path / "mm.yaml"
     p.write_text(MATMUL)
-    r = cli("bound", str(p), "--hw", "b200@1500MHz", "--launch-overhead", "0.4us", "--no-cache-aware",
-            "--format", "yaml")
+    r = run_main("bound", str(p), "--hw", "b200@1500MHz", "--launch-overhead", "0.4us", "--no-cache-aware",
+                 "--format", "yaml")
     assert r.returncode == 0, r.stderr
     assert "launch floor" in r.stdout and "1.5 GHz" in r.stdout
-    bad = cli("bound", str(p), "--hw", "b200@fastHz", "--no-cache-aware")
+    bad = run_main("bound", str(p), "--hw", "b200@fastHz", "--no-cache-aware")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--hw" in bad.stderr
