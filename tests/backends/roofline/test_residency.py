@@ -185,3 +185,28 @@ def test_groups_table_shows_the_residency_credit_beside_q():
         row = next(ln for ln in text.splitlines() if ln.lstrip("│ ").startswith(gr.nodes[0] + " "))
         cells = [c.strip() for c in row.split("│")]
         assert format_si(gr.traffic, "B") in cells and format_si(gr.resident, "B") in cells
+
+
+def test_a_scatter_result_read_later_reads_its_init_where_unwritten_at_every_fidelity():
+    """fp32, R = 2. t1 = init1 with row 0 set from x (an immediate index 0: one row, 4 B written); t2, a new
+    output, = init2 with row 0 set from t1 (written whole, 8 B, init2's other row read, 4 B); t1 read whole
+    (8 B) is its written row plus init1's other row (4 B from DRAM); y = relu(x) (x 8 B, y 8 B). By hand:
+    x 8 + init1 4 + init2 4 + y 8 + t2 8 = 32 B, and no fidelity may go below it (cache-aware had 28 B: the
+    residency credit took init1's 4 B as on chip, touched by the first scatter that never read it)."""
+    from solar_io.affine import parse_access as acc
+    from solar_io.backends.roofline import bound
+    from solar_io.graph import Graph, Node, Tensor
+
+    def put(name: str, src: str, idx: str, init: str, out: str) -> Node:
+        return Node(name, "einsum", "scatter", (acc(f"{init}[@{idx}]"), acc(f"{src}[R]"), acc(f"{idx}[R]")),
+                    (acc(f"{out}[@{idx}]"),), space=("R",), map="identity", reduce="none", init=init)
+
+    f32 = [Tensor(n, ("R",), "fp32", role) for n, role in (("x", "input"), ("init1", "input"), ("init2", "input"),
+                                                          ("y", "output"), ("t1", "intermediate"), ("t2", "output"))]
+    idx = [Tensor(n, ("R",), "int64", "constant", value=0.0) for n in ("i1", "i2")]
+    g = Graph((("R", 2),), (*f32, *idx), (Node("relu", "einsum", "aten.relu", (acc("x[R]"),), (acc("y[R]"),),
+                                                space=("R",), map="relu", reduce="none"),
+                                           put("p1", "x", "i1", "init1", "t1"), put("p2", "t1", "i2", "init2", "t2")))
+    for cap in (64.0, 1e30):
+        r = bound(g, "b200", cache_aware=True, capacity=cap)
+        assert r.fused.bytes == r.unfused.bytes == r.cache.traffic == 32.0
