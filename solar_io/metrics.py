@@ -25,8 +25,10 @@ Computed from the file on demand, never stored in it.
   where the result may live in ``init``'s memory: an intermediate (the ``init`` is dead or a
   kernel keeps it) and an output that ``updates`` the input its scatters start from (format 1.5:
   ``cache[:, :, pos] = k; return cache``, :func:`in_place_outputs`). A scatter whose result is
-  a *new* graph output (``cache.index_put(...)`` returned, no ``updates``) writes the whole
-  output and reads ``init`` at every element it does not overwrite.
+  a *new* graph output (``cache.index_put(...)`` returned, no ``updates``, or returned through a
+  whole reshape/permute view, :func:`returned_tensors`) writes the whole output and reads ``init`` at
+  every element it does not overwrite. Index values the file does not hold are taken as distinct
+  positions: :func:`distinct_positions` is the assumption a frontend writes into the file.
 - Opaque nodes have known bytes and *unknown* compute (``compute_known`` is False).
 - Uncharged work: the nodes an assumption of the file lists under ``uncharged_work`` (e.g. a
   fused attention backward's recomputation of probabilities that the source framework's own run
