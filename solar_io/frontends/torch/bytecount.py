@@ -18,7 +18,7 @@ receives and returns. Per source op:
   they are the inner tensors of one kernel.
 
 The result is the classical per-kernel count of a program that runs each source op as one kernel
-and never caches between kernels; ``tests/frontends/torch/test_bytes_reference.py`` compares it with the graph's.
+and never caches between kernels; ``tests/frontends/torch/test_torch_corpus.py`` compares it with the graph's.
 """
 
 from __future__ import annotations
