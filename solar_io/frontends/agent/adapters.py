@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..common.errors import CaptureError
+from ..common.source_file import file_spec
 
 COMMON = """\
 ## Translating a source program (solar-io agent frontend)
@@ -111,7 +112,7 @@ def detect_language(path: Path, text: str) -> str:
 
 
 def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_solar_io_agent_src_{abs(hash(path))}", path)
+    spec = file_spec(f"_solar_io_agent_src_{abs(hash(path))}", path)
     if spec is None or spec.loader is None:
         raise CaptureError(f"{path.name}: cannot be loaded as a Python module")
     mod = importlib.util.module_from_spec(spec)

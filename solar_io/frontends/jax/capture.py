@@ -29,6 +29,7 @@ from ...graph import Graph, Producer, Validation
 from ..common.builder import GraphBuilder
 from ..common.errors import CaptureError, InputSpecError, NoRuleError
 from ..common.inputs import parse_input_spec, split_entry
+from ..common.source_file import file_spec
 from ..common.validation import CAP, compare, graph_bytes, reduced_size, skipped
 from . import rules  # noqa: F401  (registers every rule)
 from .lower import Lowerer, file_dtype
@@ -78,7 +79,7 @@ def load_program(path: Path, entry: str | None = None, inputs: list[str] | None 
     except OSError as e:
         raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
     mod_name = f"_solar_io_jax_model_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(mod_name, path)
+    spec = file_spec(mod_name, path)
     if spec is None or spec.loader is None:
         raise CaptureError(f"{path.name}: not a Python file")
     mod = importlib.util.module_from_spec(spec)

@@ -27,6 +27,7 @@ from ...dtypes import numpy_dtype
 from ...errors import GraphError
 from ...format.validate import validate as validate_graph
 from ...graph import Graph, Producer, Validation
+from ..common.source_file import file_spec
 from .ir import Dim, LoopIRError, Tensor, Value
 from .state import using
 from .trace import Tracer
@@ -59,7 +60,7 @@ def load_program(path: Path, sizes: dict[str, int] | None = None):
         raise LoopIRError(f"{path}: no such file")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     name = f"_solar_io_loopir_prog_{digest[:16]}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = file_spec(name, path)
     if spec is None or spec.loader is None:
         raise LoopIRError(f"{path.name}: cannot be loaded as a Python module")
     mod = importlib.util.module_from_spec(spec)

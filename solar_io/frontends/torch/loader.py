@@ -27,6 +27,7 @@ from ...dtypes import FILE_TO_FRAMEWORK
 from ..common.errors import CaptureError, InputSpecError
 from ..common.inputs import parse_input_spec as common_input_spec
 from ..common.inputs import split_entry
+from ..common.source_file import file_spec
 
 #: File dtype -> torch dtype (``--input`` spellings are mapped to file dtypes by the shared parser).
 FILE_TO_TORCH = {file: getattr(torch, name) for file, name in FILE_TO_FRAMEWORK.items()}
@@ -153,7 +154,7 @@ class Source:
 
 def _import_file(path: Path) -> Any:
     name = f"solar_io_user_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = file_spec(name, path)
     if spec is None or spec.loader is None:
         raise CaptureError(f"{path.name}: not a Python file")
     mod = importlib.util.module_from_spec(spec)
