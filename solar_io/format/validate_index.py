@@ -60,11 +60,7 @@ class _IndexChecks:
         scatter = self._indirect_output(n)
         for d, e in enumerate(o.index):
             if isinstance(e, Indirect) and n.kind == "einsum":
-                src = self.tensors.get(e.tensor)
-                if e.tensor not in input_names or e.tensor == o.tensor or src is None:
-                    self.err(opath, f"node {n.name}: @{e.tensor} must name an input of this node")
-                elif DTYPES[src.dtype].family not in ("int", "uint"):
-                    self.err(opath, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
+                self._index_tensor(opath, n, e, o.tensor, input_names, "an input")
                 continue
             if not (isinstance(e, AffineExpr) and e.is_rank()):
                 self.err(opath, f"node {n.name}: output index {e} must be a plain rank of the space"
@@ -83,6 +79,16 @@ class _IndexChecks:
                 self.err(opath, f"node {n.name}: output {o.tensor} dim {d} ({t.ranks[d]}={want}) is indexed "
                          f"by {r}={self.sizes.get(r)}; every output element must be written once")
 
+    def _index_tensor(self, path: tuple, n: Node, e: Indirect, indexed: str, input_names: set[str],
+                      what: str) -> None:
+        """``@e.tensor`` in an access of ``indexed``: it must be ``what`` of node ``n`` (not ``indexed``
+        itself) and of an integer dtype."""
+        src = self.tensors.get(e.tensor)
+        if e.tensor not in input_names or e.tensor == indexed or src is None:
+            self.err(path, f"node {n.name}: @{e.tensor} must name {what} of this node")
+        elif DTYPES[src.dtype].family not in ("int", "uint"):
+            self.err(path, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
+
     def _access(self, path: tuple, n: Node, a: Access, space: set[str], input_names: set[str]) -> None:
         t = self.tensors[a.tensor]
         if a.index is None:
@@ -96,11 +102,7 @@ class _IndexChecks:
         for d, e in enumerate(a.index):
             dim = t.ranks[d]
             if isinstance(e, Indirect):
-                src = self.tensors.get(e.tensor)
-                if e.tensor not in input_names or e.tensor == a.tensor or src is None:
-                    self.err(path, f"node {n.name}: @{e.tensor} must name another input of this node")
-                elif DTYPES[src.dtype].family not in ("int", "uint"):
-                    self.err(path, f"node {n.name}: index tensor {e.tensor} must have an integer dtype")
+                self._index_tensor(path, n, e, a.tensor, input_names, "another input")
                 continue
             missing = [r for r in e.ranks if r not in space]
             if missing:
