@@ -8,7 +8,7 @@ from typing import Any
 from ...common.builder import access, family
 from ..lower import Lowerer, Operand
 from ..registry import NoLowering, rule
-from .conv_transpose import bind_image, conv_lhs_dilated, image_family
+from .conv_transpose import bind_image, conv_lhs_dilated, image_family, output_ranks
 from .helpers import reshape
 
 
@@ -75,14 +75,7 @@ def conv(ctx: Lowerer, eqn: Any, ins: list[Operand]) -> list[Operand]:
     for i in range(nsp):
         w_idx[rhs[2 + i]] = kdims[i]
     # output ranks in the output layout; the feature dim is (G, Kg) when grouped
-    out_ranks: list[str] = []
-    for j in range(len(oshape)):
-        if j == osp[0]:
-            out_ranks.append(N)
-        elif j == osp[1]:
-            out_ranks.extend(head)
-        else:
-            out_ranks.append(outs[list(osp[2:]).index(j)])
+    out_ranks = output_ranks(osp, N, list(head), lambda i: [outs[i]])
     attrs = {"stride": [int(v) for v in strides], "padding": [int(q[0]) for q in pads],
              "dilation": [int(v) for v in dil], "groups": int(groups)}
     y = ctx.tensor(out_ranks, ctx.out_dtype(), "grouped" if groups != 1 else None)
@@ -146,14 +139,7 @@ def _batch_grouped(ctx: Lowerer, eqn: Any, x: str, w: str) -> str:
     w_idx[rhs[0]], w_idx[rhs[1]] = f"{k_out // groups}*{g_r} + {kg_r}", cr
     for i in range(nsp):
         w_idx[rhs[2 + i]] = kdims[i]
-    out_ranks: list[str] = []
-    for j in range(len(oshape)):
-        if j == osp[0]:
-            out_ranks.append(b_r)
-        elif j == osp[1]:
-            out_ranks += [g_r, kg_r]
-        else:
-            out_ranks.append(outs[list(osp[2:]).index(j)])
+    out_ranks = output_ranks(osp, b_r, [g_r, kg_r], lambda i: [outs[i]])
     y = ctx.tensor(out_ranks, ctx.out_dtype(), "batch_grouped")
     ctx.b.einsum(y, ctx.op, out_ranks + [cr] + kdims, [access(x, x_idx), access(w, w_idx)], access(y, out_ranks),
                  "mul", "add", pad={x: border} if border else None,

@@ -166,7 +166,7 @@ def _phase_piece(ctx: Lowerer, eqn: Any, x: str, w: str, phis: tuple[int, ...], 
         size = ctx.shape(x)[lhs[2 + i]]
         if c < 0 or hi > size - 1:
             border[xr[lhs[2 + i]]] = (max(0, -c), max(0, hi - (size - 1)))
-    out_ranks = _output_ranks(osp, n_rank, kr, lambda i: [a_r[i], units[i]])
+    out_ranks = output_ranks(osp, n_rank, [kr], lambda i: [a_r[i], units[i]])
     tag = "phase" + "_".join(map(str, phis))
     y = ctx.tensor(out_ranks, ctx.out_dtype(), tag)
     ctx.b.einsum(y, ctx.op, out_ranks + [cr] + t_r, [access(x, x_idx), access(w, w_idx)], access(y, out_ranks),
@@ -184,15 +184,16 @@ def _phase_piece(ctx: Lowerer, eqn: Any, x: str, w: str, phis: tuple[int, ...], 
     return z
 
 
-def _output_ranks(osp: Any, n_rank: str, kr: str, spatial: Callable[[int], list[str]]) -> list[str]:
-    """A phase piece's ranks in the output's dimension order: batch, feature, then for each spatial
-    dimension ``spatial(i)`` (its rank and the size-1 phase rank), called in output order."""
+def output_ranks(osp: Any, n_rank: str, feature: list[str], spatial: Callable[[int], list[str]]) -> list[str]:
+    """A convolution output's ranks in its dimension order (``osp``: batch dim, feature dim, spatial
+    dims): the batch rank, the feature ranks (one, or (G, Kg) when grouped), and for each spatial
+    dimension ``spatial(i)`` (its rank, and a phase piece's size-1 phase rank), called in output order."""
     out: list[str] = []
     for j in range(len(osp)):
         if j == osp[0]:
             out.append(n_rank)
         elif j == osp[1]:
-            out.append(kr)
+            out += feature
         else:
             out += spatial(list(osp[2:]).index(j))
     return out
@@ -210,7 +211,7 @@ def _zero_piece(ctx: Lowerer, phis: tuple[int, ...], osp: Any, lead: tuple[str, 
         used.add(a)
         return [a, units[i]]
 
-    out_ranks = _output_ranks(osp, n_rank, kr, spatial)
+    out_ranks = output_ranks(osp, n_rank, [kr], spatial)
     return ctx.b.tensor(f"{ctx.name}.zeros" + "_".join(map(str, phis)), out_ranks, ctx.out_dtype(), "constant", 0.0)
 
 
