@@ -78,6 +78,12 @@ class Tensor:
     generated: bool = False
     updates: str | None = None
 
+    @property
+    def stored(self) -> bool:
+        """Whether the tensor's contents live in memory (not an immediate, not generated): only stored
+        tensors move bytes."""
+        return self.value is None and not self.generated
+
 
 @dataclass(frozen=True, slots=True)
 class Node:

@@ -107,7 +107,7 @@ class GraphMetrics:
 
 def tensor_bytes(g: Graph, t: Tensor, elements: float | None = None) -> float:
     """Bytes of ``elements`` elements of ``t`` (default all), at its width and density."""
-    if t.value is not None or t.generated:
+    if not t.stored:
         return 0.0
     n = float(prod(g.shape(t.name))) if elements is None else elements
     return n * DTYPES[t.dtype].bits / 8.0 * (1.0 if t.density is None else t.density)
@@ -193,7 +193,7 @@ def distinct_positions(g: Graph) -> Assumption | None:
         if n.init is None or n.kind != "einsum" or not n.outputs:
             continue
         held = [e.tensor for e in n.outputs[0].index or () if type(e) is Indirect
-                and tmap[e.tensor].value is None and not tmap[e.tensor].generated and prod(g.shape(e.tensor)) > 1]
+                and tmap[e.tensor].stored and prod(g.shape(e.tensor)) > 1]
         if held:
             nodes.append(n.name)
             tensors.extend(t for t in held if t not in tensors)

@@ -104,7 +104,7 @@ def affine_form(g: Graph, node: Node) -> AffineForm:
     forms: list[TensorForm] = []
     seen: dict[str, TensorForm] = {}
     for a in node.inputs:
-        if tmap[a.tensor].value is not None or tmap[a.tensor].generated:
+        if not tmap[a.tensor].stored:
             continue  # immediates and generated constants are made in the kernel, never read
         f = _tensor_form(g, node, a.tensor, a.index or (), False)
         if a.tensor in seen:

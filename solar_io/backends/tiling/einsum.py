@@ -176,7 +176,7 @@ def einsum_of(g: Graph, node: Node) -> Einsum | None:
     for out, accesses in ((False, node.inputs), (True, node.outputs)):
         for a in accesses:
             t = tmap[a.tensor]
-            if t.value is not None or t.generated or (out, a) in seen:
+            if not t.stored or (out, a) in seen:
                 continue  # an immediate or generated constant (no memory), or the same access twice (one operand)
             seen.add((out, a))
             if a.index is None or any(type(e) is not AffineExpr for e in a.index):

@@ -53,7 +53,7 @@ def node_key(g: Graph, node: Node, m: NodeMetrics) -> tuple:
     def acc(a) -> tuple:  # noqa: ANN001
         t = tmap[a.tensor]
         index = None if a.index is None else tuple(idx(e) for e in a.index)
-        return local[a.tensor], index, t.ranks, t.dtype, t.density, t.value is None and not t.generated
+        return local[a.tensor], index, t.ranks, t.dtype, t.density, t.stored
 
     pad = tuple((local.get(name, -1), dims) for name, dims in node.pad)
     extra = tuple((f, repr(getattr(node, f))) for f in unmodeled_fields(node))

@@ -54,8 +54,7 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
     chains = ViewChains(g) if chains is None else chains
     root = chains.root
     alias: dict[str, tuple[str, float]] = {}  # scatter result root -> (its chain's init root, bytes the chain wrote)
-    tensors = g.tensor_map
-    free = {t for t, spec in tensors.items() if spec.value is not None or spec.generated}  # no bytes to read
+    tmap = g.tensor_map
     out = []
     for n, m in zip(g.nodes, gm.nodes, strict=True):
         rd: dict[str, float] = {}
@@ -67,7 +66,7 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
                 if r in alias and t != n.init:
                     # A read of a scatter's result beyond what its chain wrote reads the init's memory.
                     base, written = alias[r]
-                    if base not in free:  # an immediate init (zeros) or a generated one is made, not read
+                    if tmap[base].stored:  # an immediate init (zeros) or a generated one is made, not read
                         rd[base] = max(rd.get(base, 0.0), b - written)
                     b = min(b, written)
                 rd[r] = max(rd.get(r, 0.0), b)
