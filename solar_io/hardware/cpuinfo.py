@@ -218,4 +218,13 @@ def simd_of(facts: CpuFacts) -> Simd:
         extra["fp16"] = (2.0, "AVX512_FP16: 2x the FP32 FMA rate")
     if "avx512_vnni" in f or "avx_vnni" in f:
         extra["int8"] = (4.0, "VNNI VPDPBUSD: 4 int8 MACs per 32-bit lane, 4x the FP32 FMA rate")
+    if isa in ("NEON", "SVE"):
+        if "asimdhp" in f:
+            extra["fp16"] = (2.0, "Armv8.2 FP16 arithmetic (asimdhp): twice the lanes of FP32, 2x its FMA rate")
+        if "bf16" in f:
+            extra["bf16"] = (4.0, "Arm BFMMLA (bf16): 16 bf16 MACs per 128-bit instruction vs 4 FP32 FMAs, "
+                                  "assumed at full throughput: 4x the FP32 FMA rate")
+        if "i8mm" in f:
+            extra["int8"] = (8.0, "Arm SMMLA (i8mm): 32 int8 MACs per 128-bit instruction vs 4 FP32 FMAs, "
+                                  "assumed at full throughput: 8x the FP32 FMA rate")
     return Simd(isa, width, pipes, why, MappingProxyType(extra))

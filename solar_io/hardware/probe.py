@@ -163,6 +163,10 @@ def theoretical_peaks(facts: CpuFacts, simd: Simd, clock: float) -> dict[str, di
     }
     for dtype, (factor, why) in simd.extra.items():
         vector[dtype] = Peak(fp32 * factor, (0,), f"theoretical: FP32 SIMD peak x {factor:g} ({why})")
+    for dtype in ("bf16", "fp16"):  # no native arithmetic: the values are widened and computed as fp32
+        vector.setdefault(dtype, Peak(fp32, (0,), f"theoretical: no {dtype} arithmetic in {simd.isa}: {dtype} "
+                                                  "values are widened to fp32 (a shift or F16C) and computed at "
+                                                  "most at the FP32 SIMD peak"))
     matrix = {dt: Peak(p.value, p.sources, f"no matrix engine (AMX) detected: equals the SIMD peak; {p.note}")
               for dt, p in vector.items()}
     amx = {"amx_bf16": ("bf16", 1024), "amx_fp16": ("fp16", 1024), "amx_int8": ("int8", 2048)}

@@ -75,7 +75,30 @@ def test_amx_adds_matrix_peaks(tmp_path):
     peaks = theoretical_peaks(facts, simd_of(facts), 2.0e9)
     assert peaks["matrix"]["bf16"].value == pytest.approx(2 * 1024 * 2.0e9)
     assert peaks["matrix"]["int8"].value == pytest.approx(2 * 2048 * 2.0e9)
-    assert "bf16" not in peaks["vector"]
+    # no AVX512_BF16: bf16 vector work is widened to fp32 and runs at most at the fp32 SIMD rate
+    assert peaks["vector"]["bf16"].value == peaks["vector"]["fp32"].value
+    assert "no bf16 arithmetic in AVX-512" in peaks["vector"]["bf16"].note
+
+
+def test_a_cpu_without_bf16_or_fp16_units_lists_them_at_the_fp32_rate(tmp_path):
+    # An AVX2 EPYC (no AVX512_BF16, no AVX512_FP16, no AMX): PyTorch still runs bf16 GEMMs there, in
+    # software, never faster than fp32 FMAs; without these peaks a bf16 model could not be bounded.
+    facts = read_cpu_facts(fake_root(tmp_path, vendor="AuthenticAMD", family=23, model=49, smt=1,
+                                      flags="sse sse2 avx avx2 fma", model_name="AMD EPYC"))
+    peaks = theoretical_peaks(facts, simd_of(facts), 3.0e9)
+    fp32 = 4 * 2 * 8 * 2 * 3.0e9  # 4 cores x 2 pipes x 8 fp32 lanes x 2 x 3 GHz
+    for unit in ("matrix", "vector"):
+        assert {dt: p.value for dt, p in peaks[unit].items()} == {"fp64": fp32 / 2, "fp32": fp32, "bf16": fp32,
+                                                                   "fp16": fp32}
+
+
+def test_arm_fp16_bf16_and_int8_matrix_instructions_raise_their_peaks(tmp_path):
+    facts = read_cpu_facts(fake_root(tmp_path, vendor="ARM", flags="fp asimd asimdhp bf16 i8mm"))
+    simd = simd_of(facts)
+    assert simd.isa == "NEON" and {k: v[0] for k, v in simd.extra.items()} == {"fp16": 2.0, "bf16": 4.0, "int8": 8.0}
+    peaks = theoretical_peaks(facts, simd, 2.0e9)
+    fp32 = peaks["vector"]["fp32"].value
+    assert peaks["matrix"]["bf16"].value == 4 * fp32 and peaks["matrix"]["fp16"].value == 2 * fp32
 
 
 def test_clock_is_raised_to_what_the_gemm_proves(tmp_path):
