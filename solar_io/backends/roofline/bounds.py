@@ -121,6 +121,14 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
         mem = dbytes / bw
         dram_load = (Load(resource="dram", unit="dram", work=dbytes, rate=bw),) if dbytes > 0 else ()
         work = f.work
+        into = pplan.absorbed.get(idx)
+        if into is not None and not work[MATRIX]:  # a folded dequant chain: the MMA does its work (precision.py)
+            nodes.append(NodeBound(**f.common, memory_time=mem, dram_bytes=dbytes, compute_dtype=None,
+                                   effectual_fraction=f.frac, compute_known=True, unpriced=(), loads=dram_load,
+                                   matrix_time=0.0, vector_time=0.0, special_time=0.0, time=mem,
+                                   bottleneck="memory" if mem > 0 else "none",
+                                   precision=f"dequant chain in {g.nodes[into].name}'s MMA"))
+            continue
         if not f.priced:
             nodes.append(NodeBound(**f.common, memory_time=mem, dram_bytes=dbytes, compute_dtype=None,
                                    effectual_fraction=1.0, compute_known=f.compute_known, unpriced=(),

@@ -55,7 +55,7 @@ def merge(name: str, rows: Sequence[NodeBound], traffic: NodeTraffic, dram: floa
     dtypes = {r.compute_dtype for r in rows if r.compute_dtype}
     if len(dtypes) > 1:  # a dequant chain and its contraction: the contraction's dtype names the kernel
         dtypes = {r.compute_dtype for r in rows if r.compute_dtype and r.flops_matrix > 0} or dtypes
-    rules = {r.precision for r in rows if r.precision}
+    rules = {r.precision for r in rows if r.precision and not r.precision.startswith("dequant chain in ")}
     lead = rows[0] if len({r.op for r in rows}) == 1 else max(rows, key=lambda r: r.flops_matrix)
     t, bn = time_and_bottleneck(mt, vt, st, mem)
     return NodeBound(name=name, kind=lead.kind, op=lead.op, compute_dtype=dtypes.pop() if len(dtypes) == 1 else None,

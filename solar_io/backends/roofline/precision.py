@@ -65,7 +65,14 @@ for it unasked. Two rules, each on by default and each switched off by its stric
     the low-precision tensors and the scales. That holds only when every tensor of the chain is
     read by the chain or the contraction alone and is no graph output; otherwise the operand is
     still priced at its origin class but the chain keeps its own kernels (the report says so).
-    The chain's own vector work (one multiply per element and scale) is kept as written.
+    The chain's own work (casts, the nibble operations and one multiply per element and scale) is
+    then not priced at any unit: a kernel of the origin class needs none of it. Blackwell's
+    block-scaled MMA (``tcgen05.mma`` with ``.block_scale``: MXFP8/6/4 and NVFP4) reads the codes
+    and their per-block scales itself, and an fp8 GEMM with per-tensor or per-channel scales applies
+    them once per output element in its epilogue (cuBLASLt's ``alpha`` and scale pointers), which
+    the contraction's own output write covers. Its FLOPs stay in the counts; the node rows say
+    ``dequant chain in <contraction>'s MMA``. A chain that is not folded keeps its work (it
+    materialises the wide tensor), and ``--strict-dequant`` prices every chain as written.
 
 Nothing here changes FLOP or byte counts; only the peaks a contraction is priced at and which
 nodes form one kernel of the unfused bound.
@@ -130,8 +137,11 @@ class Repriced:
             extra.append("scales: " + ", ".join(self.scales))
         elif self.rule.startswith("dequant"):
             extra.append("no scale" if self.tables else "no scale: a plain upcast, scale 1")
+        if self.folded and self.rule.startswith("dequant"):
+            extra.append("chain in the contraction's kernel, its work done by the MMA: not priced")
         if not self.folded:
-            extra.append("chain not folded: a dequantised tensor is read elsewhere, its bytes count as written")
+            extra.append("chain not folded: a dequantised tensor is read elsewhere, its bytes and work count as "
+                         "written")
         return f"{self.rule}: {head}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
