@@ -28,7 +28,7 @@ Computed from the file on demand, never stored in it.
   a *new* graph output (``cache.index_put(...)`` returned, no ``updates``, or returned through a
   whole reshape/permute view, :func:`returned_tensors`) writes the whole output and reads ``init`` at
   every element it does not overwrite. Index values the file does not hold are taken as distinct
-  positions: :func:`distinct_positions` is the assumption a frontend writes into the file.
+  positions or rows: :func:`index_assumptions` are the assumptions a frontend writes into the file.
 - Opaque nodes have known bytes and *unknown* compute (``compute_known`` is False).
 - Uncharged work: the nodes an assumption of the file lists under ``uncharged_work`` (e.g. a
   fused attention backward's recomputation of probabilities that the source framework's own run
@@ -37,7 +37,7 @@ Computed from the file on demand, never stored in it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from ._gc import gc_paused
@@ -52,6 +52,8 @@ BOUNDARY_ROLES = ("input", "weight", "constant", "output")
 UNCHARGED = "uncharged_work"
 #: the assumption kind of scatters whose positions are counted as distinct (:func:`distinct_positions`)
 DISTINCT = "scatter_indices"
+#: the assumption kind of gathers whose rows are counted as distinct (:func:`distinct_rows`)
+DISTINCT_READS = "gather_indices"
 
 
 def uncharged_nodes(g: Graph) -> frozenset[str]:
@@ -168,6 +170,52 @@ def _plain(a: Access) -> bool:
     """An access reading each element once by its own rank (a reshape's or permute's input)."""
     return a.index is None or (all(type(e) is AffineExpr and e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1
                                    for e in a.index) and len({e.terms[0][0] for e in a.index}) == len(a.index))
+
+
+def index_assumptions(g: Graph) -> tuple[Assumption, ...]:
+    """The assumptions the byte counts make for index values the file does not hold: the scatters'
+    (:func:`distinct_positions`) and the gathers' (:func:`distinct_rows`), those that apply."""
+    return tuple(a for a in (distinct_positions(g), distinct_rows(g)) if a is not None)
+
+
+def with_index_assumptions(g: Graph) -> Graph:
+    """``g`` with the :func:`index_assumptions` it does not record yet (by kind)."""
+    have = {a.kind for a in g.assumptions}
+    extra = tuple(a for a in index_assumptions(g) if a.kind not in have)
+    return replace(g, assumptions=g.assumptions + extra) if extra else g
+
+
+def distinct_rows(g: Graph) -> Assumption | None:
+    """The assumption the byte counts make for gathers through index values the file does not hold:
+    each index reads a distinct row of its table (up to the rows the table has), so the bytes read are
+    the indexes times the row size. Repeated indices (the same token twice in an embedding lookup, the
+    same code in a dequantisation table) read fewer rows from DRAM, so a frontend writes this into the
+    file (``gather_indices``, the nodes and index tensors listed) and ``bound`` prints it, as for
+    scatters (:func:`distinct_positions`, whose exceptions apply).
+
+    >>> from solar_io.affine import parse_access
+    >>> g = Graph((("V", 8), ("S", 2), ("D", 4)), (Tensor("w", ("V", "D"), "fp32", "weight"),
+    ...           Tensor("ids", ("S",), "int64", "input"), Tensor("y", ("S", "D"), "fp32", "output")),
+    ...           (Node("embed", "data_movement", "aten.embedding", (parse_access("w[@ids, D]"),
+    ...                 parse_access("ids[S]")), (parse_access("y[S, D]"),), space=("S", "D"), movement="copy"),))
+    >>> distinct_rows(g).values
+    (('nodes', ('embed',)), ('index_tensors', ('ids',)))
+    """
+    tmap = g.tensor_map
+    nodes, tensors = [], []
+    for n in g.nodes:
+        if n.kind == "opaque" or (n.kind == "data_movement" and n.view):
+            continue
+        held = [e.tensor for a in n.inputs if a.tensor != n.init for e in a.index or () if type(e) is Indirect
+                and tmap[e.tensor].stored and prod(g.shape(e.tensor)) > 1]  # a scatter's init: its own
+        if held:
+            nodes.append(n.name)
+            tensors.extend(t for t in held if t not in tensors)
+    if not nodes:
+        return None
+    return Assumption(DISTINCT_READS, "gather", "each index of a gather reads a distinct row of its table, up to "
+                      "the rows it has (its bytes read are its indexes times the row size); repeated indices "
+                      "would read fewer rows from DRAM", (("nodes", tuple(nodes)), ("index_tensors", tuple(tensors))))
 
 
 def distinct_positions(g: Graph) -> Assumption | None:

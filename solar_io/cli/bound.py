@@ -16,6 +16,7 @@ from ..backends.bound import bound_many, resolve_graph
 from ..backends.roofline.model import BoundError
 from ..backends.roofline.report import to_json, to_yaml
 from ..backends.roofline.table import DEFAULT_TOP, render, warnings
+from ..metrics import with_index_assumptions
 from ..progress import step
 from ..units import SIZE_RULES
 from .options import StrictDequant, StrictFp32
@@ -169,7 +170,8 @@ def assumption_text(g) -> str:  # noqa: ANN001 - a Graph
     assumptions (the counts hold under these):
       routing: moe: uniform [k=2, tokens=[3, 1]]
     """
-    if not g.assumptions:
+    derived = with_index_assumptions(g).assumptions[len(g.assumptions):]  # a file written without them
+    if not g.assumptions and not derived:
         return ""
 
     def value(v) -> str:  # noqa: ANN001
@@ -179,10 +181,11 @@ def assumption_text(g) -> str:  # noqa: ANN001 - a Graph
         return str(v)
 
     lines = ["assumptions (the counts hold under these):"]
-    for a in g.assumptions:
+    for a in g.assumptions + derived:
         vals = ", ".join(f"{k}={value(v)}" for k, v in a.values)
         detail = f": {a.detail}" if a.detail else ""
-        lines.append(f"  {a.kind}: {a.subject}{detail}" + (f" [{vals}]" if vals else ""))
+        tag = " (derived from the graph, not in the file)" if a in derived else ""
+        lines.append(f"  {a.kind}{tag}: {a.subject}{detail}" + (f" [{vals}]" if vals else ""))
     return "\n".join(lines) + "\n"
 
 

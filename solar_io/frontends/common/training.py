@@ -33,6 +33,7 @@ from math import prod, sqrt
 
 from ...affine import Access
 from ...graph import Assumption, Graph, Node, Producer
+from ...metrics import with_index_assumptions
 from .builder import GraphBuilder, access
 from .errors import CaptureError
 from .validation import graph_bytes, skipped
@@ -188,6 +189,7 @@ def build_step(b: GraphBuilder, params: list[Param], spec: TrainSpec, loss: str,
         updated, opt_names, opt_tensors = emit_optimizer(b, params, spec)
         outputs = [loss] + updated
     g = b.build(outputs, name=name, producer=producer)
+    g = with_index_assumptions(g)  # gathers and scatters through index values the file does not hold
     return mark_phases(g, forward, loss_nodes, set(opt_names), optimizer_kernels(opt_names)), opt_tensors
 
 

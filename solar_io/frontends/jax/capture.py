@@ -26,6 +26,7 @@ import numpy as np
 from ... import __version__
 from ...dtypes import numpy_dtype
 from ...graph import Graph, Producer, Validation
+from ...metrics import with_index_assumptions
 from ..common.builder import GraphBuilder
 from ..common.errors import CaptureError, InputSpecError, NoRuleError
 from ..common.inputs import parse_input_spec, split_entry
@@ -33,7 +34,7 @@ from ..common.source_file import file_spec
 from ..common.validation import CAP, compare, graph_bytes, reduced_size, skipped
 from . import rules  # noqa: F401  (registers every rule)
 from .lower import Lowerer, file_dtype
-from .masked_math import declare_masked, marks_of, masked_regions
+from .masked_math import declare_masked, masked_regions
 
 DEFAULT_BUDGET = 2 << 30
 
@@ -216,9 +217,9 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
                             dt, "input", hints=input_hints(shape, dt))
             sources.append((name, "input"))
         args.append(name)
-    found = masked_regions(closed)  # masked attention: priced at the positions kept (masked_math.py)
+    lw.region_finder = masked_regions  # masked attention: priced at the positions kept (masked_math.py)
     try:
-        outs = lw.run(closed.jaxpr, closed.consts, args, marks_of(found))
+        outs = lw.run(closed.jaxpr, closed.consts, args)
     except CaptureError as e:
         raise CaptureError(f"{prog.name}: {e}") from None
     outs = [o if isinstance(o, str) else b.constant("out", float(o), file_dtype(v.aval.dtype))
@@ -226,11 +227,12 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
     if strict and lw.opaque:
         node, prim, reason = lw.opaque[0]
         raise NoRuleError(f"{prog.name}: primitive {prim} (node {node}): {reason} (--strict)")
-    masked = declare_masked(lw, found, set(outs))
+    masked = declare_masked(lw, set(outs))
     producer = Producer("solar-io", __version__, "jax", jax.__version__, prog.name, prog.sha256)
     graph = b.build(outs, name=Path(prog.name).stem, producer=producer)
     if masked is not None:
         graph = replace(graph, assumptions=graph.assumptions + (masked,))
+    graph = with_index_assumptions(graph)  # gathers and scatters through index values the file does not hold
     cap = Capture(graph, lw, b.output_names, sources, prog)
     record = validate_capture(cap, seed=seed, budget=validate_budget) if validate else \
         skipped("not requested (--no-validate): the program was not run, so it is not known to run")

@@ -68,6 +68,11 @@ class Lowerer:
     masked: list[tuple[str, tuple[int, int, bool]]] = field(default_factory=list)  # (kernel, (kept, all, known))
     uncharged: list[str] = field(default_factory=list)  # fused backwards' recomputation nodes (attention.py)
     marked: dict[int, list[str]] = field(default_factory=dict)  # mark -> tensors its equations made (run(marks=))
+    #: (jaxpr, consts, known invar values) -> {p v equation: (region, mask fact)}: masked attention on the
+    #: math path, looked for in every jaxpr run (masked_math.py); None: not looked for
+    region_finder: Any = None
+    mask_found: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # mark -> (region, fact), per run
+    _regions: dict[tuple, dict] = field(default_factory=dict)  # (id(jaxpr), known values) -> the finder's answer
 
     # ------------------------------------------------------------------ facts
     @property
@@ -142,6 +147,8 @@ class Lowerer:
                 self.iota_tables.add(env[v])
         for v, a in zip(jaxpr.invars, args, strict=True):
             env[v] = a
+        if marks is None and self.region_finder is not None:
+            marks = self.mask_marks(jaxpr, consts, args)
         for i, eqn in enumerate(jaxpr.eqns):
             made = len(self.b.tensors)
             ins = [self.read(env, v) for v in eqn.invars]
@@ -151,6 +158,23 @@ class Lowerer:
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
         return [self.read(env, v) for v in jaxpr.outvars]
+
+    def mask_marks(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[Operand]) -> dict[int, int] | None:
+        """Equation index -> mark of the masked attention regions of ``jaxpr`` run on ``args`` (each run
+        of a body a region of its own in ``mask_found``), found by ``region_finder`` with the values of
+        the arguments that are scalars or constant tensors (a scan body's step, a numpy mask)."""
+        known = {v: np.asarray(self.const_data[a] if isinstance(a, str) else a, dtype=v.aval.dtype)
+                 for v, a in zip(jaxpr.invars, args, strict=True) if not isinstance(a, str) or a in self.const_data}
+        key = (id(jaxpr), *sorted((str(v), a.dtype.str, a.shape, a.tobytes()) for v, a in known.items()))
+        found = self._regions.get(key)
+        if found is None:  # each body once per distinct known values (every step of a scan otherwise)
+            found = self._regions[key] = self.region_finder(jaxpr, consts, known)
+        marks: dict[int, int] = {}
+        for r, fact in found.values():
+            key = len(self.mask_found)
+            self.mask_found[key] = (r, fact)
+            marks.update((i, key) for i in r.eqns | r.mask_eqns)
+        return marks or None
 
     def run_closed(self, closed: Any, args: Sequence[Operand]) -> list[Operand]:
         if hasattr(closed, "jaxpr") and hasattr(closed, "consts"):
@@ -167,7 +191,11 @@ class Lowerer:
             if fused is None:
                 return self.run_closed(sub, ins[len(ins) - n:])
             start, made = len(self.b.nodes), len(self.b.tensors)  # a fused attention call (attention.py)
-            outs = self.run_closed(sub, ins[len(ins) - n:])
+            finder, self.region_finder = self.region_finder, None  # its mask is the call's (declare_kept)
+            try:
+                outs = self.run_closed(sub, ins[len(ins) - n:])
+            finally:
+                self.region_finder = finder
             for t in list(self.b.tensors)[made:]:  # its index tables (a causal mask's iotas) are computed in it
                 if t in self.iota_tables:
                     self.b.tensors[t].generated = True

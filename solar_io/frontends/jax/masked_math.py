@@ -12,10 +12,16 @@ frontend fuses with) and its share one :func:`~.attention.kept_positions` fact: 
 where indices and the program's constants fix them, else the least a mask of unknown values keeps.
 One ``attention_mask`` assumption records the regions, kept positions and whether they are known.
 
+Regions are looked for in every jaxpr the lowerer runs (:meth:`.lower.Lowerer.mask_marks`): the
+top level, a ``jit``'s or ``remat``'s body, each unrolled step of a ``scan`` or ``while`` body and
+a ``cond`` branch, with the values of its arguments that are scalars or constants (a decode loop's
+step, a numpy mask) known; each run of a body is a region of its own. A mask a body receives from
+outside as a computed tensor is of unknown values there (the least any values keep).
+
 >>> import jax, jax.numpy as jnp
 >>> x = jnp.ones((1, 4, 1, 8))
 >>> closed = jax.make_jaxpr(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True))(x, x, x)
->>> [(f.kept, f.total) for _, f in masked_regions(closed).values()]
+>>> [(f.kept, f.total) for _, f in masked_regions(closed.jaxpr, closed.consts).values()]
 [(10, 16)]
 """
 
@@ -32,25 +38,23 @@ from .attention_match import Region, find_regions
 from .lower import Lowerer
 
 
-def masked_regions(closed: Any) -> dict[int, tuple[Region, MaskFact]]:  # noqa: ANN401
+def masked_regions(jaxpr: Any, consts: Any = None, known: dict | None = None  # noqa: ANN401
+                   ) -> dict[int, tuple[Region, MaskFact]]:
     """{index of the ``p v`` equation: (region, what its mask keeps)} of the masked attention regions of
-    the top-level jaxpr of ``closed`` (regions that keep every position are left out)."""
+    ``jaxpr`` (not of its sub-jaxprs: the lowerer runs those), ``consts`` its constvars' values and
+    ``known`` the values of those invars that are known; regions that keep every position are left out."""
     found = {}
-    for j, r in find_regions(closed.jaxpr, closed.consts).items():
+    for j, r in find_regions(jaxpr, consts, known).items():
         fact = kept_positions(r)
         if fact is not None:
             found[j] = (r, fact)
     return found
 
 
-def marks_of(found: dict[int, tuple[Region, MaskFact]]) -> dict[int, int]:
-    """Equation index -> its region's key, for ``Lowerer.run(marks=)``."""
-    return {i: j for j, (r, _) in found.items() for i in sorted(r.eqns | r.mask_eqns)}
-
-
-def declare_masked(lw: Lowerer, found: dict[int, tuple[Region, MaskFact]], outputs: set[str]) -> Assumption | None:
+def declare_masked(lw: Lowerer, outputs: set[str]) -> Assumption | None:
     """Declare the score-sized tensors each region's equations made (``lw.marked``) at its kept
-    fraction, mark its contractions, and return the ``attention_mask`` assumption (None: no region)."""
+    fraction (``lw.mask_found``), and return the ``attention_mask`` assumption (None: no region)."""
+    found = lw.mask_found
     if not found:
         return None
     for j, (_, fact) in found.items():
@@ -71,4 +75,4 @@ def declare_masked(lw: Lowerer, found: dict[int, tuple[Region, MaskFact]], outpu
                        ("positions", tuple(f.total for f in facts)), ("known", tuple(f.known for f in facts))))
 
 
-__all__ = ["declare_masked", "marks_of", "masked_regions"]
+__all__ = ["declare_masked", "masked_regions"]

@@ -15,6 +15,7 @@ from dataclasses import replace
 from ...affine import Access
 from ...format.kernels import declare_kernels
 from ...graph import Graph, Node, Producer, Tensor
+from ...metrics import with_index_assumptions
 from ..common.contract import contract_products
 from .ir import LoopIRError, Value
 
@@ -147,8 +148,8 @@ class Tracer:
         self.opaque = {rename.get(k, k): fn for k, fn in self.opaque.items()}
         used = {r for t in tensors for r in t.ranks} | {r for n in out_nodes for r in n.space}
         ranks = tuple((r, s) for r, s in self.ranks.items() if r in used)
-        return Graph(ranks=ranks, tensors=tuple(tensors), nodes=declare_kernels(out_nodes), producer=producer,
-                     name=name)
+        return with_index_assumptions(Graph(ranks=ranks, tensors=tuple(tensors), nodes=declare_kernels(out_nodes),
+                                            producer=producer, name=name))
 
 
 def _live(nodes: list[Node], outputs: set[str]) -> list[Node]:

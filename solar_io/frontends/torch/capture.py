@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_flatten
 
 from ... import __version__
 from ...graph import Graph, Producer, Validation
-from ...metrics import distinct_positions
+from ...metrics import with_index_assumptions
 from ..common.errors import CaptureError, NoRuleError
 from ..common.validation import skipped
 from .fake_rules import recurrent_shapes
@@ -191,10 +191,9 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     graph = in_place(b.build(lowered.outputs, name=Path(source.name).stem, producer=producer), lowered,
                      b.output_names)
     found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
-    distinct = distinct_positions(graph)  # scatters through index values the file does not hold
-    found += (distinct,) if distinct is not None else ()
     if found:
         graph = replace(graph, assumptions=graph.assumptions + found)
+    graph = with_index_assumptions(graph)  # scatters and gathers through index values the file does not hold
     outputs = b.output_names
     cap = Capture(source, ep, lowered, graph, outputs, plan)
     if not validate:

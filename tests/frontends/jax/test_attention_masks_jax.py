@@ -156,3 +156,51 @@ def test_forward_capture_prices_the_kept_share(tmp_path: Path, kwargs: str, per_
     rows = bound(g, "h100-sxm").nodes
     dots = [n for n in rows if g.node_map[n.name].op == "jax.dot_general"]
     assert sum(n.macs * n.effectual_fraction for n in dots) == pytest.approx(4 * proj + 2 * b * h * per_head(s) * e)
+
+
+NESTED = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+B, S, H, E, L = 2, 10, 4, 8, 3
+def get_params():
+    r = np.random.default_rng(0)
+    return {"w": jnp.asarray(r.standard_normal((L, H * E, H * E)) / 8, jnp.float32)}
+@jax.jit
+def layer(x, w):
+    q = (x.reshape(B * S, H * E) @ w).reshape(B, S, H, E)
+    return x + jax.nn.dot_product_attention(q, x, x, is_causal=True)
+def model(params, x):
+    WRAP
+def get_inputs():
+    return [jnp.asarray(np.random.default_rng(1).standard_normal((B, S, H, E)), jnp.float32)]
+"""
+
+
+@pytest.mark.parametrize("wrap, calls", [
+    ("return layer(x, params['w'][0])", 1),  # inside a jit's body
+    ("return jax.lax.scan(lambda c, w: (layer(c, w), None), x, params['w'])[0]", 3),  # each unrolled step
+    ("return jax.checkpoint(lambda y: layer(y, params['w'][1]))(x)", 1),  # a remat body
+])
+def test_masked_regions_inside_jit_scan_and_remat_bodies_are_priced_at_the_kept_share(
+        tmp_path: Path, wrap: str, calls: int) -> None:
+    # As at the top level: a flash kernel skips the masked blocks wherever the attention sits, so the
+    # causal triangle (s(s+1)/2 of s^2 per head) is declared in every run of the body.
+    from solar_io.frontends.jax.capture import capture_program, load_program
+    from solar_io.metrics import graph_metrics
+
+    b, s, h, e = 2, 10, 4, 8
+    src = tmp_path / "nested.py"
+    src.write_text(NESTED.replace("WRAP", wrap))
+    g = capture_program(load_program(src)).graph
+    assert g.validation.status == "passed", g.validation.reason
+    (a,) = [a for a in g.assumptions if a.kind == "attention_mask"]
+    values = dict(a.values)
+    assert values["calls"] == calls and values["kept"] == (b * h * s * (s + 1) // 2,) * calls
+    assert values["known"] == (True,) * calls
+    proj, att = b * s * (h * e) ** 2, b * h * s * s * e
+    assert graph_metrics(g).macs == calls * (proj + 2 * att)
+    rows = bound(g, "h100-sxm").nodes
+    dots = [n for n in rows if g.node_map[n.name].op == "jax.dot_general"]
+    kept = b * h * s * (s + 1) // 2 * e
+    assert sum(n.macs * n.effectual_fraction for n in dots) == pytest.approx(calls * (proj + 2 * kept))
