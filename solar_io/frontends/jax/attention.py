@@ -77,6 +77,18 @@ def kernel_of(eqn: Any) -> str | None:  # noqa: ANN401
     return {FORWARD: "forward", BACKWARD: "backward"}.get(name)
 
 
+def forward_calls_in(eqn: Any) -> int:  # noqa: ANN401
+    """How many fused forward calls ``eqn`` runs inside its sub-jaxprs (a scan's body once per step)."""
+    total = 0
+    steps = int(eqn.params["length"]) if eqn.primitive.name == "scan" else 1
+    for p in eqn.params.values():
+        for sub in p if isinstance(p, (tuple, list)) else (p,):
+            inner = getattr(sub, "jaxpr", sub)
+            for e in getattr(inner, "eqns", ()):
+                total += steps * (1 if kernel_of(e) == "forward" else forward_calls_in(e))
+    return total
+
+
 def kept_of(eqn: Any) -> tuple[int, int, bool] | None:  # noqa: ANN401
     """``(kept, all, known)`` score positions of a fused call with a mask (the call's name carries
     them, :func:`kept_positions`; ``known``: from the mask's values, not the least a mask of unknown
@@ -277,14 +289,19 @@ def fused(r: Region) -> Callable[..., Any]:
 
 
 def fused_assumption(n: int, masked: Sequence[tuple[str, tuple[int, int, bool]]] = (),
-                     uncharged: Sequence[str] = ()) -> Assumption:
+                     uncharged: Sequence[str] = (), in_opaque: int = 0) -> Assumption:
     """The ``training`` assumption recording that ``n`` attention calls were fused (module docstring);
     ``masked``: (kernel, (kept, all score positions, known)) of the kernels with a mask (:func:`kept_of`);
-    ``uncharged``: the fused backwards' nodes that recompute the probabilities (charged no compute)."""
+    ``uncharged``: the fused backwards' nodes that recompute the probabilities (charged no compute);
+    ``in_opaque``: calls of the program that lie inside opaque nodes instead (a scan not unrolled)."""
     detail = ("attention call(s) on the math path run as a fused forward (writes the output and the "
               "log-sum-exp rows, never the S x T probabilities) and a fused backward that recomputes the "
               "probabilities from the scores (flash-attention style)")
     values: list[tuple[str, Any]] = [("fused_attention_calls", n)]
+    if in_opaque:
+        detail += (f"; {in_opaque} more call(s) lie inside opaque nodes (a scan longer than the steps the "
+                   "frontend unrolls), whose compute is unknown and reported as such")
+        values.append(("calls_in_opaque_nodes", in_opaque))
     if uncharged:
         detail += ("; JAX's own run of the math path keeps the probabilities instead of recomputing them, so the "
                    "recomputation (the nodes in uncharged_work: the score contraction, mask, exp) is charged no "
@@ -396,5 +413,6 @@ def _nested(jaxpr: Any) -> bool:  # noqa: ANN401
     return False
 
 
-__all__ = ["BACKWARD", "FORWARD", "fuse_attention", "fused", "fused_assumption", "kept_of", "kept_positions",
+__all__ = ["BACKWARD", "FORWARD", "forward_calls_in", "fuse_attention", "fused", "fused_assumption", "kept_of",
+           "kept_positions",
            "kernel_of"]

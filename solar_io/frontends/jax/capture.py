@@ -292,7 +292,7 @@ def validate_capture(cap: Capture, *, seed: int = 0, budget: int = DEFAULT_BUDGE
     arrays.update({k: v for k, v in cap.lowerer.const_data.items() if k in present})
     want_leaves = jax.tree_util.tree_leaves(want)
     try:
-        got = execute(g, arrays, opaque=_opaque_fns(g, cap.lowerer))
+        got = execute(g, arrays, opaque=cap.lowerer.opaque_runners(g))
     except Exception as e:
         return Validation("failed", "reference-executor", f"jax {jax.__version__} cpu jit", seed,
                           reason=f"executor raised {type(e).__name__}: {str(e)[:200]}")
@@ -354,17 +354,6 @@ def _validate_reduced(cap: Capture, seed: int, why: str) -> Validation:
     return Validation("passed", "reference-executor at reduced sizes", v.reference, seed, v.rtol, v.atol,
                       v.max_abs_error, v.max_rel_error, ranks,
                       reason=f"{why}; the same function validated on inputs with every size above {CAP} reduced")
-
-
-def _opaque_fns(g: Graph, lw: Lowerer) -> dict[str, Callable[..., Any]]:
-    """The real primitive of each opaque node, returning only the outputs the graph kept."""
-    fns = {}
-    for n in g.nodes:
-        if n.kind != "opaque" or n.name not in lw.opaque_fns:
-            continue
-        keep = [lw.opaque_outs[n.name].index(a.tensor) for a in n.outputs]
-        fns[n.name] = lambda *xs, fn=lw.opaque_fns[n.name], keep=keep: tuple(fn(*xs)[i] for i in keep)
-    return fns
 
 
 def capture_function(fn: Callable[..., Any], *inputs: Any, params: Any = None, name: str = "function",

@@ -60,6 +60,7 @@ class Lowerer:
     opaque_fns: dict[str, Any] = field(default_factory=dict)
     opaque: list[tuple[str, str, str]] = field(default_factory=list)  # (node, primitive, reason)
     opaque_outs: dict[str, list[str]] = field(default_factory=dict)
+    opaque_eqns: dict[str, Any] = field(default_factory=dict)  # node -> the equation it stands for
     #: broadcast_in_dim results -> (source, output dim of each source dim, -1 where it broadcasts)
     bcast: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
     counter: int = 0
@@ -291,8 +292,21 @@ class Lowerer:
             return tuple(_from_jax(r) for r in (res if prim.multiple_results else [res]))
 
         self.opaque_fns[node] = run_real
+        self.opaque_eqns[node] = eqn
         self.opaque_outs[node] = outs
         return outs
+
+
+    def opaque_runners(self, g: Any) -> dict[str, Any]:  # noqa: ANN401
+        """The real primitive of each opaque node of ``g`` (a graph built from this lowering), returning
+        only the outputs ``g`` kept of it."""
+        fns = {}
+        for n in g.nodes:
+            if n.kind != "opaque" or n.name not in self.opaque_fns:
+                continue
+            keep = [self.opaque_outs[n.name].index(a.tensor) for a in n.outputs]
+            fns[n.name] = lambda *xs, fn=self.opaque_fns[n.name], keep=keep: tuple(fn(*xs)[i] for i in keep)
+        return fns
 
 
 def _arange(c: Any) -> bool:  # noqa: ANN401

@@ -45,7 +45,7 @@ from ..common.training import (
     with_training_assumption,
 )
 from ..common.validation import NARROW_FLOATS, compare, skipped, widened_graph
-from .attention import fuse_attention, fused_assumption
+from .attention import forward_calls_in, fuse_attention, fused_assumption
 from .capture import DEFAULT_BUDGET, Program, _np, _param_names, input_hints, load_program
 from .lower import Lowerer, file_dtype
 
@@ -162,9 +162,13 @@ def capture_train_program(prog: Program, spec: TrainSpec, *, validate: bool = Tr
     mapping = {o: f"{p.label}.grad" for p, o in zip(params, final, strict=True)
                if o in names and f"{p.label}.grad" not in names}
     g = with_training_assumption(rename_tensors(g, mapping), b, params, spec)
-    if n_fused:
+    lw.opaque_outs = {k: [mapping.get(t, t) for t in v] for k, v in lw.opaque_outs.items()}  # as renamed
+    if n_fused:  # the calls lowered as fused kernels; those in an opaque node (a scan too long to unroll) apart
         uncharged = [n for n in lw.uncharged if n in g.node_map]  # (nodes the step kept)
-        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused, lw.masked, uncharged),))
+        inside = sum(forward_calls_in(lw.opaque_eqns[n.name]) for n in g.nodes
+                     if n.kind == "opaque" and n.phase == "forward" and n.name in lw.opaque_eqns)
+        g = replace(g, assumptions=g.assumptions + (fused_assumption(n_fused - inside, lw.masked, uncharged,
+                                                                     inside),))
     g, check = recomputed_and_unvalidated(g, spec, validate, validate_budget)
     if not check:
         return g
@@ -237,7 +241,7 @@ def _compare_step(g: Graph, lw: Lowerer, prog: Program, spec: TrainSpec, step: A
     run = widened_graph(g) if wide else g
     try:
         with np.errstate(all="ignore"):
-            got = execute(run, arrays, opaque=lw.opaque_fns)
+            got = execute(run, arrays, opaque=lw.opaque_runners(run))
     except Exception as e:
         return Validation("failed", "reference-executor", ref_name, seed,
                           reason=f"executing the graph raised {type(e).__name__}: {str(e)[:300]}")

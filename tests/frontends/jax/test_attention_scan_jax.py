@@ -145,3 +145,17 @@ def test_checkpointed_scanned_stack_is_fused(tmp_path: Path) -> None:
     crossing = {t for k in kernel_traffic(g, gt.nodes, groups, gt.exposed)
                 for t, n in (*k.reads.items(), *k.writes.items()) if n > 0}
     assert crossing and not [t for t in crossing if list(g.shape(t)).count(S) >= 2]
+
+
+def test_a_scan_too_long_to_unroll_is_opaque_validated_and_not_counted_as_fused(tmp_path: Path) -> None:
+    # 257 layers (one more step than the frontend unrolls): the forward and backward scans stay opaque
+    # nodes, the step still validates (each opaque node runs jax's own scan, only the outputs the graph
+    # kept), and the assumption says the 257 calls are inside them, none lowered as a fused kernel.
+    src = tmp_path / "long.py"
+    src.write_text(STACK.replace("L, B, S, H, E, D = 2, 2, 10, 4, 8, 32", "L, B, S, H, E, D = 257, 1, 4, 1, 4, 4"))
+    g = capture_train_file(src, TrainSpec(optimizer="none"))
+    assert g.validation.status == "passed", g.validation.reason
+    assert [n.op for n in g.nodes if n.kind == "opaque"] == ["jax.scan", "jax.scan"]
+    values = dict(next(a for a in g.assumptions if a.subject == "attention").values)
+    assert values["fused_attention_calls"] == 0 and values["calls_in_opaque_nodes"] == 257
+    assert not [n for n in g.nodes if (n.kernel or "").startswith("fused_attention")]
