@@ -37,6 +37,7 @@ Computed from the file on demand, never stored in it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -201,21 +202,30 @@ def distinct_rows(g: Graph) -> Assumption | None:
     >>> distinct_rows(g).values
     (('nodes', ('embed',)), ('index_tensors', ('ids',)))
     """
+    def reads(n: Node) -> list[Access]:  # a scatter's init is read where it writes: its own assumption
+        skip = n.kind == "opaque" or (n.kind == "data_movement" and n.view)
+        return [] if skip else [a for a in n.inputs if a.tensor != n.init]
+
+    return _held_indices(g, reads, DISTINCT_READS, "gather", "each index of a gather reads a distinct row of its "
+                         "table, up to the rows it has (its bytes read are its indexes times the row size); "
+                         "repeated indices would read fewer rows from DRAM")
+
+
+def _held_indices(g: Graph, accesses: Callable[[Node], list[Access]], kind: str, subject: str,
+                  detail: str) -> Assumption | None:
+    """The assumption ``kind`` naming the nodes whose ``accesses`` index through a stored tensor of more
+    than one element (values the file does not hold), and those index tensors; None when there is none."""
     tmap = g.tensor_map
     nodes, tensors = [], []
     for n in g.nodes:
-        if n.kind == "opaque" or (n.kind == "data_movement" and n.view):
-            continue
-        held = [e.tensor for a in n.inputs if a.tensor != n.init for e in a.index or () if type(e) is Indirect
-                and tmap[e.tensor].stored and prod(g.shape(e.tensor)) > 1]  # a scatter's init: its own
+        held = [e.tensor for a in accesses(n) for e in a.index or () if type(e) is Indirect
+                and tmap[e.tensor].stored and prod(g.shape(e.tensor)) > 1]
         if held:
             nodes.append(n.name)
             tensors.extend(t for t in held if t not in tensors)
     if not nodes:
         return None
-    return Assumption(DISTINCT_READS, "gather", "each index of a gather reads a distinct row of its table, up to "
-                      "the rows it has (its bytes read are its indexes times the row size); repeated indices "
-                      "would read fewer rows from DRAM", (("nodes", tuple(nodes)), ("index_tensors", tuple(tensors))))
+    return Assumption(kind, subject, detail, (("nodes", tuple(nodes)), ("index_tensors", tuple(tensors))))
 
 
 def distinct_positions(g: Graph) -> Assumption | None:
@@ -235,21 +245,11 @@ def distinct_positions(g: Graph) -> Assumption | None:
     >>> distinct_positions(g).values
     (('nodes', ('put',)), ('index_tensors', ('pos',)))
     """
-    tmap = g.tensor_map
-    nodes, tensors = [], []
-    for n in g.nodes:
-        if n.init is None or n.kind != "einsum" or not n.outputs:
-            continue
-        held = [e.tensor for e in n.outputs[0].index or () if type(e) is Indirect
-                and tmap[e.tensor].stored and prod(g.shape(e.tensor)) > 1]
-        if held:
-            nodes.append(n.name)
-            tensors.extend(t for t in held if t not in tensors)
-    if not nodes:
-        return None
-    return Assumption(DISTINCT, "scatter", "each index of a scatter names a distinct position (its bytes written "
-                      "are its indexes times the row size); repeated indices would write fewer",
-                      (("nodes", tuple(nodes)), ("index_tensors", tuple(tensors))))
+    def writes(n: Node) -> list[Access]:
+        return list(n.outputs[:1]) if n.init is not None and n.kind == "einsum" else []
+
+    return _held_indices(g, writes, DISTINCT, "scatter", "each index of a scatter names a distinct position (its "
+                         "bytes written are its indexes times the row size); repeated indices would write fewer")
 
 
 def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:
