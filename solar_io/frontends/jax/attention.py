@@ -99,6 +99,9 @@ def kept_of(eqn: Any) -> tuple[int, int, bool] | None:  # noqa: ANN401
 
 #: the most combinations of the unknown extras' extreme values tried per region (else one key per row)
 MAX_FILLS = 64
+#: the most score positions whose mask :func:`kept_positions` evaluates (~40 bytes and ~0.15 us each on
+#: this project's 2-core machine: 2**26 is ~2.7 GB and ~10 s); a larger one is priced at the least kept
+MAX_EVALUATED = 2**26
 
 
 def _fills(v: Any, lo: float, hi: float) -> list[Any]:  # noqa: ANN401
@@ -144,6 +147,9 @@ def kept_positions(r: Region) -> MaskFact | None:
     why = ", ".join(sorted({str(v.aval) for v in r.extras}))
     if int(np.prod([len(c) for c in choices])) > MAX_FILLS:
         return one_key_per_row(int(np.prod(shape)), keys, f"{len(r.extras)} extras of unknown values ({why})")
+    if int(np.prod(shape)) > MAX_EVALUATED:  # the evaluation below holds ~40 bytes per score position
+        return one_key_per_row(int(np.prod(shape)), keys, f"{int(np.prod(shape)):,} score positions: more than the "
+                               f"{MAX_EVALUATED:,} whose mask is evaluated, so the least any mask keeps")
     combos = [list(c) for c in itertools.product(*choices)]
 
     def keep(s_a: Any, s_b: Any, combos: list[list[Any]]) -> Any:  # noqa: ANN401

@@ -204,3 +204,15 @@ def test_masked_regions_inside_jit_scan_and_remat_bodies_are_priced_at_the_kept_
     dots = [n for n in rows if g.node_map[n.name].op == "jax.dot_general"]
     kept = b * h * s * (s + 1) // 2 * e
     assert sum(n.macs * n.effectual_fraction for n in dots) == pytest.approx(calls * (proj + 2 * kept))
+
+
+def test_scores_too_large_to_evaluate_keep_one_key_per_row(monkeypatch) -> None:  # noqa: ANN001
+    # The evaluation holds ~40 B per score position; past MAX_EVALUATED the least any mask keeps (one key
+    # per query row: still a lower bound) is taken, and the fact says why.
+    import solar_io.frontends.jax.attention as attention
+
+    causal = lambda q, k, v: att(q, k, v, is_causal=True)  # noqa: E731
+    assert _kept(causal, X, X, X).kept == H * S * (S + 1) // 2
+    monkeypatch.setattr(attention, "MAX_EVALUATED", H * S * S - 1)
+    m = _kept(causal, X, X, X)
+    assert (m.kept, m.total, m.known) == (H * S, H * S * S, False) and "score positions" in m.why
