@@ -25,6 +25,10 @@ from ..common.errors import CaptureError
 from .attention import kept_of, kernel_of
 from .registry import RULES, NoLowering
 
+#: the largest constant argument of a jaxpr taken as known when looking for masks in it (Lowerer.mask_marks):
+#: integer or boolean (a mask, positions: a 4096 x 4096 causal mask) and float (a bias; larger: a weight)
+KNOWN_INTS, KNOWN_FLOATS = 2**24, 2**20
+
 #: primitives whose sub-jaxpr is inlined, and the parameter holding it
 CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
@@ -164,8 +168,12 @@ class Lowerer:
         """Equation index -> mark of the masked attention regions of ``jaxpr`` run on ``args`` (each run
         of a body a region of its own in ``mask_found``), found by ``region_finder`` with the values of
         the arguments that are scalars or constant tensors (a scan body's step, a numpy mask)."""
-        known = {v: np.asarray(self.const_data[a] if isinstance(a, str) else a, dtype=v.aval.dtype)
-                 for v, a in zip(jaxpr.invars, args, strict=True) if not isinstance(a, str) or a in self.const_data}
+        known = {}
+        for v, a in zip(jaxpr.invars, args, strict=True):
+            if not isinstance(a, str) or a in self.const_data:
+                arr = np.asarray(self.const_data[a] if isinstance(a, str) else a, dtype=v.aval.dtype)
+                if arr.size <= (KNOWN_INTS if arr.dtype.kind in "biu" else KNOWN_FLOATS):  # masks, not weights
+                    known[v] = arr
         key = (id(jaxpr), *sorted((str(v), a.dtype.str, a.shape, a.tobytes()) for v, a in known.items()))
         found = self._regions.get(key)
         if found is None:  # each body once per distinct known values (every step of a scan otherwise)
@@ -295,7 +303,6 @@ class Lowerer:
         self.opaque_eqns[node] = eqn
         self.opaque_outs[node] = outs
         return outs
-
 
     def opaque_runners(self, g: Any) -> dict[str, Any]:  # noqa: ANN401
         """The real primitive of each opaque node of ``g`` (a graph built from this lowering), returning
