@@ -183,12 +183,12 @@ def frontend_impls(g: Graph, model_file: Path) -> dict:
     if g.producer.frontend != "jax":
         return {}
     try:
-        from ..jax.capture import _opaque_fns, capture_program, load_program
+        from ..jax.capture import capture_program, load_program
 
         cap = capture_program(load_program(model_file), validate=False)
     except Exception:  # noqa: BLE001 - the nodes then stay opaque, each with its reason
         return {}
-    return _opaque_fns(cap.graph, cap.lowerer)
+    return cap.lowerer.opaque_runners(cap.graph)
 
 
 def _ensure_registered(call: str, model_file: Path) -> None:
