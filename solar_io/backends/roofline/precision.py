@@ -27,8 +27,9 @@ for it unasked. Two rules, each on by default and each switched off by its stric
       high nibbles) whose every input is itself a dequantisation chain: each element is kept once;
     - ending in one *cast*: an einsum ``identity`` with reduce ``none`` reading a tensor of a
       low-precision class (``fp8_*``, ``mxfp8`` -> fp8; ``fp6_*`` -> fp6; ``fp4_e2m1``, ``nvfp4``,
-      ``mxfp4`` -> fp4; ``int8``, ``uint8`` -> int8; ``int4``) and writing a wider float. A cast
-      with no scale is a dequantisation with scale 1;
+      ``mxfp4`` -> fp4; ``int8``, ``uint8`` -> int8; ``int4``; and ``bf16``, ``fp16``, whose tensor
+      cores multiply exactly and accumulate in fp32, so an fp32 GEMM of widened bf16 values is
+      theirs) and writing a wider float. A cast with no scale is a dequantisation with scale 1;
     - or ending in one *table lookup* (``lut[codes]``, how references unpack NVFP4 held as packed
       bytes): a gather whose every index of the table is read from a code tensor, from a float table
       of at most :data:`.chains.LUT_MAX` (256) elements, where the codes are derived from a graph input of at
@@ -106,7 +107,8 @@ class Policy:
         """One line: which rules are on."""
         tf = ("fp32->tf32 on (fp32 matrix work at the faster of the fp32 and tf32 matrix peaks; --strict-fp32 "
               "turns it off)" if self.tf32 else "fp32->tf32 off (--strict-fp32: fp32 matrix work at fp32 peaks)")
-        dq = ("dequant on (operands dequantised from fp8/fp6/fp4/int8/int4, by a cast or by a lookup in a table of "
+        dq = ("dequant on (operands dequantised from fp8/fp6/fp4/int8/int4 or widened from bf16/fp16, by a cast or "
+              "by a lookup in a table of "
               f"at most {LUT_MAX} entries, at their origin's peak or the fastest the chip lists that holds its values, "
               "the chain in the contraction's kernel; --strict-dequant turns it off)" if self.dequant
               else "dequant off (--strict-dequant: dequantised operands priced as written)")
