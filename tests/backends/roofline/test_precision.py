@@ -191,13 +191,18 @@ def test_bf16_times_dequantised_fp8_stays_bf16():
     assert s.nodes[-1].compute_dtype == "fp32"  # as written, the widest operand is fp32
 
 
+def cast_both(n: int, a: tuple[str, str], b: tuple[str, str]):
+    """c = cast(a) @ cast(b), n x n x n: ``a``, ``b`` are (stored dtype, dtype cast to); c fp32."""
+    return build({"M": n, "N": n, "K": n},
+                 [("a", "M K", a[0], "input"), ("b", "K N", b[0], "weight"), ("af", "M K", a[1], "intermediate"),
+                  ("bf", "K N", b[1], "intermediate"), ("c", "M N", "fp32", "output")],
+                 [einsum("ca", "M K", ["a[M, K]"], "af[M, K]", "identity"),
+                  einsum("cb", "K N", ["b[K, N]"], "bf[K, N]", "identity"),
+                  einsum("mm", "M N K", ["af[M, K]", "bf[K, N]"], "c[M, N]", "mul", "add")])
+
+
 def test_a_plain_upcast_is_a_dequant_with_scale_one():
-    g = build({"M": 64, "N": 64, "K": 64},
-              [("a", "M K", "fp8_e5m2", "input"), ("b", "K N", "int8", "weight"), ("af", "M K", "bf16", "intermediate"),
-               ("bf", "K N", "fp32", "intermediate"), ("c", "M N", "fp32", "output")],
-              [einsum("ca", "M K", ["a[M, K]"], "af[M, K]", "identity"),
-               einsum("cb", "K N", ["b[K, N]"], "bf[K, N]", "identity"),
-               einsum("mm", "M N K", ["af[M, K]", "bf[K, N]"], "c[M, N]", "mul", "add")])
+    g = cast_both(64, ("fp8_e5m2", "bf16"), ("int8", "fp32"))
     r = bound(g, "b200", cache_aware=False)
     assert r.nodes[-1].compute_dtype == "fp8"  # fp8 x int8 origins: floats first, 8 bits
     (rep,) = r.precision.repriced
@@ -224,12 +229,7 @@ def test_an_fp32_gemm_of_values_widened_from_bf16_runs_at_the_bf16_peak():
     # tensor-core GEMM computes exactly that (exact products, fp32 accumulation), and the measured
     # baseline (9.52 ms) beat the TF32 price (10.88 ms). Both operands widened: the bf16 peak.
     n = 256
-    g = build({"M": n, "N": n, "K": n},
-              [("a", "M K", "bf16", "input"), ("b", "K N", "bf16", "weight"), ("af", "M K", "fp32", "intermediate"),
-               ("bw", "K N", "fp32", "intermediate"), ("c", "M N", "fp32", "output")],
-              [einsum("cast_a", "M K", ["a[M, K]"], "af[M, K]", "identity"),
-               einsum("cast_b", "K N", ["b[K, N]"], "bw[K, N]", "identity"),
-               einsum("mm", "M N K", ["af[M, K]", "bw[K, N]"], "c[M, N]", "mul", "add")])
+    g = cast_both(n, ("bf16", "fp32"), ("bf16", "fp32"))
     r = bound(g, "b200", cache_aware=False)
     mm = r.nodes[-1]
     assert mm.compute_dtype == "bf16" and close(mm.matrix_time, 2 * n**3 / B200.peak("matrix", "bf16"))
