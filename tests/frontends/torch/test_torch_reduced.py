@@ -21,11 +21,12 @@ from solar_io.frontends.torch.registry import RULES  # noqa: E402
 TINY = 1 << 10  # bytes: every corpus model is over this budget
 
 
-def capture(name: str, budget: int = TINY):
+def capture(name: str | Path, budget: int = TINY, **kw):
+    """A corpus model by name (tests/models), or a model file, captured and validated within ``budget``."""
+    path = name if isinstance(name, Path) else ROOT / "tests" / "models" / f"{name}.py"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return capture_source(load_source(ROOT / "tests" / "models" / f"{name}.py"), validate=True,
-                              validate_budget=budget)
+        return capture_source(load_source(path), validate=True, validate_budget=budget, **kw)
 
 
 def test_reduced_sizes_keep_small_sizes_and_divisors():
@@ -136,9 +137,7 @@ def test_a_specialised_index_is_checked_at_the_shape_of_its_values(tmp_path: Pat
     check failed: 'output specialised_index must have shape (16, 1), got (32, 1)')."""
     p = tmp_path / "routed.py"
     p.write_text(ROUTED)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g = capture_source(load_source(p), validate=True, validate_budget=TINY, routing="balanced").graph
+    g = capture(p, routing="balanced").graph
     assert g.validation.method == "reference-executor per node"
     assert g.validation.status == "passed", g.validation.reason
     index = [t for t in g.tensors if t.name.startswith("specialised_index") and t.dtype == "int64"]
@@ -170,9 +169,7 @@ def test_a_select_index_is_taken_into_the_reduced_dim(tmp_path: Path):
     128 experts' 768 x 2048 weights)."""
     p = tmp_path / "selected.py"
     p.write_text(SELECTED)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        v = capture_source(load_source(p), validate=True, validate_budget=TINY).graph.validation
+    v = capture(p).graph.validation
     assert v.status == "passed" and v.method == "reference-executor per node", v.reason
     assert "at reduced sizes, 0 at their own" in v.reason and "unchecked" not in v.reason, v.reason
 
@@ -197,8 +194,6 @@ def test_export_assertions_are_not_listed_unchecked(tmp_path: Path):
     is nothing to compare, and they were listed as unchecked nodes (one raising on random inputs)."""
     p = tmp_path / "one_hot.py"
     p.write_text(ONE_HOT)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        v = capture_source(load_source(p), validate=True, validate_budget=TINY).graph.validation
+    v = capture(p).graph.validation
     assert v.status == "passed" and v.method == "reference-executor per node", v.reason
     assert "unchecked" not in v.reason, v.reason
