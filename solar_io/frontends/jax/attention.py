@@ -420,5 +420,4 @@ def _nested(jaxpr: Any) -> bool:  # noqa: ANN401
 
 
 __all__ = ["BACKWARD", "FORWARD", "forward_calls_in", "fuse_attention", "fused", "fused_assumption", "kept_of",
-           "kept_positions",
-           "kernel_of"]
+           "kept_positions", "kernel_of"]
