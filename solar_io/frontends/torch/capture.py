@@ -86,10 +86,30 @@ class _Unbacked(Exception):
     """An export that succeeded with data-dependent (unbacked) sizes, e.g. a ``nonzero``."""
 
 
+class NumbersOnCpu(torch.overrides.TorchFunctionMode):
+    """``torch.tensor(x)`` of one Python number made on the CPU while the forward is traced on meta.
+
+    Export lifts a tensor the forward creates from data as a constant of the program; on meta its
+    value is lost (``torch.tensor(scale, device=x.device)``, ``torch.tensor(448.0)``), and the graph
+    would compute with made-up numbers. A 0-d CPU tensor mixes with tensors of any device, so it is
+    kept on the CPU, and the program's constant holds the number."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _NUMBER_FACTORIES and args and isinstance(args[0], (bool, int, float)):
+            device = kwargs.get("device")
+            if device is None or torch.device(device).type == "meta":
+                kwargs["device"] = "cpu"
+        return func(*args, **kwargs)
+
+
+_NUMBER_FACTORIES = frozenset({torch.tensor, torch.as_tensor, torch.scalar_tensor})
+
+
 def _export(model: Any, args: list[Any]) -> Any:
     with warnings.catch_warnings(), _quiet_torch_logs(), recurrent_shapes():
         warnings.simplefilter("ignore")
-        with torch.device("meta"):  # tensors the forward creates live on meta too
+        with torch.device("meta"), NumbersOnCpu():  # tensors the forward creates live on meta too
             return torch.export.export(model, tuple(args), strict=False)
 
 

@@ -254,7 +254,7 @@ def _sources(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[st
             arrays[t.name] = to_numpy(_attr(model, target))
         else:
             if cpu is None and target in consts:
-                cpu = _cpu_constants(model, inputs, cap.plan)
+                cpu = _same_constants(consts, _cpu_constants(model, inputs, cap.plan))
             if not isinstance((cpu or {}).get(target), torch.Tensor):
                 return f"no value for {kind} {target or t.name} (created on the meta device during capture)"
             arrays[t.name] = to_numpy(cpu[target])
@@ -284,6 +284,16 @@ def _cpu_constants(model: torch.nn.Module, inputs: list[Any], plan: Plan | None 
         else:
             vars(model).pop("forward", None)
     return dict(ep.constants or {})
+
+
+def _same_constants(ours: dict, cpu: dict) -> dict:
+    """``cpu`` when its constants are the program's (lifted constants are named by position, so an export
+    that took another path names other numbers alike): the same names, each of the same shape and dtype;
+    else empty (the validation then says it has no value, rather than compute with a wrong one)."""
+    def sig(d: dict) -> dict:
+        return {k: (tuple(v.shape), v.dtype) for k, v in d.items() if isinstance(v, torch.Tensor)}
+
+    return cpu if sig(ours) == sig(cpu) else {}
 
 
 def _snapshot(cap: Capture, model: torch.nn.Module, inputs: list[Any]) -> dict[str, np.ndarray] | None:

@@ -17,7 +17,7 @@ import torch
 from ...executor import execute
 from ..common.validation import tolerance
 from .cpu_kernels import KernelFallback
-from .dtype_map import to_numpy
+from .dtype_map import from_numpy, to_numpy
 from .nvfp4 import CpuNvfp4
 from .uninit import filled_graph, is_uninitialised
 
@@ -48,7 +48,7 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
         for p in placeholders:
             tname = cap.lowered.fx_tensors.get(p.name)
             if tname is not None and tname in arrays:
-                env.append(torch.from_numpy(np.ascontiguousarray(arrays[tname])).to(p.meta["val"].dtype))
+                env.append(from_numpy(arrays[tname], p.meta["val"].dtype))
             else:
                 env.append(p.meta.get("val"))
         values: dict[str, Any] = {}
@@ -74,6 +74,8 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
             if not isinstance(v, torch.Tensor) or tname not in allv or fx_name in arbitrary:
                 continue
             a, b = allv[tname].astype(np.float64), to_numpy(v).astype(np.float64)
+            if a.shape != b.shape and a.size == b.size == 1:  # a scalar the graph holds as [1]
+                a = a.reshape(b.shape)
             if a.shape != b.shape:
                 return f"{fx_name} (shape {a.shape} vs {b.shape})"
             rtol, atol = tolerance(cap.graph.tensor_map[tname].dtype)

@@ -76,3 +76,14 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     elif str(t.dtype).startswith("torch.float4"):  # packed fp4 pairs: the graph holds their bytes (uint8)
         t = t.view(torch.uint8)
     return t.cpu().numpy()
+
+
+def from_numpy(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """The torch tensor of ``dtype`` that :func:`to_numpy` wrote as ``a``: packed fp4 bytes viewed back
+    as fp4 pairs (no conversion exists), (real, imaginary) pairs as complex, anything else converted."""
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if str(dtype).startswith("torch.float4"):
+        return t.view(dtype)
+    if dtype.is_complex:
+        return torch.view_as_complex(t.to(torch.float64 if dtype == torch.complex128 else torch.float32))
+    return t.to(dtype)

@@ -16,7 +16,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from ..common.source_file import file_spec
 #: File dtype -> torch dtype (``--input`` spellings are mapped to file dtypes by the shared parser).
 FILE_TO_TORCH = {file: getattr(torch, name) for file, name in FILE_TO_FRAMEWORK.items()}
 ACCELERATORS = ("cuda", "xpu", "mps", "hip")
+#: The seed of inputs made on the CPU for a meta-device capture: validation's default (its seed 0, + 1).
+INPUT_SEED = 1
 
 
 class OnDevice(torch.overrides.TorchFunctionMode):
@@ -88,6 +90,7 @@ class Source:
     dtype: torch.dtype | None = None
     eval_mode: bool = False
     accelerator: bool = False  # the source names an accelerator device ('cuda', ...): see OnDevice
+    scalars: dict[int, Any] | None = field(default=None, repr=False)  # see inputs()
 
     def model(self, device: str) -> nn.Module:
         """A fresh model instance on ``device`` (meta: no weight memory).
@@ -131,16 +134,27 @@ class Source:
         return m
 
     def inputs(self, device: str) -> list[Any]:
-        """Fresh inputs on ``device`` (floating ones cast to ``dtype`` when given)."""
+        """Fresh inputs on ``device`` (floating ones cast to ``dtype`` when given).
+
+        Inputs that are not tensors (Python numbers) are what the first call gave, on every later call:
+        export bakes them into the program as constants, so a validation run with fresh random tensors
+        must see the numbers the graph holds (a scale the generator computed as ``w.amax().item()``).
+        A generator that needs real data on meta runs on the CPU under seed ``INPUT_SEED`` (the
+        validation's default input seed), so the file's constants do not change from run to run."""
         try:
             with torch.device(device), OnDevice(device):
                 xs = list(self.inputs_factory())
         except Exception:
             try:
-                with OnDevice("cpu"):
+                with OnDevice("cpu"), torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(INPUT_SEED)
                     xs = list(self.inputs_factory())
             except Exception as e:
                 raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
+        if self.scalars is None:
+            self.scalars = {i: x for i, x in enumerate(xs) if isinstance(x, (bool, int, float))}
+        else:
+            xs = [self.scalars.get(i, x) if isinstance(x, (bool, int, float)) else x for i, x in enumerate(xs)]
         out = []
         for x in xs:
             if isinstance(x, torch.Tensor):

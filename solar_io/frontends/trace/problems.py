@@ -88,11 +88,11 @@ def _one(defn: Definition, wl: Workload, module: object, outdir: Path | None, op
         if g.validation.status == "failed" and not allow_invalid:
             r.status, r.error = "invalid", f"{wl.where}: validation failed: {g.validation.reason}"
         else:
-            r.status = "captured"
-            if outdir is not None:
+            if outdir is not None:  # a graph no reader would accept is not written, nor counted as captured
                 outdir.mkdir(parents=True, exist_ok=True)
+                dump(g, outdir / f"{defn.name}.{wl.key}.yaml")
                 r.output = outdir / f"{defn.name}.{wl.key}.yaml"
-                dump(g, r.output)
+            r.status = "captured"
         if keep:
             r.graph = g
     except SolarIOError as e:

@@ -299,3 +299,18 @@ def test_a_reference_that_updates_its_input_in_place_moves_only_the_written_rows
     rows = 2 * 2 * S * 8  # bytes of one (H, S, D) bf16 tensor
     m = solar_io.graph_metrics(g)
     assert m.macs == 0 and m.boundary_bytes == rows + 8 * S + rows + rows
+
+
+def test_a_workload_whose_graph_cannot_be_written_is_not_counted_as_captured(tmp_path, monkeypatch):
+    from solar_io.errors import GraphError, Issue
+    from solar_io.frontends.trace import problems
+
+    def refuse(g, path):
+        raise GraphError([Issue(("ranks", "A5"), "rank A5 must have a positive integer size, got 0")], str(path))
+
+    monkeypatch.setattr(problems, "dump", refuse)
+    d = _problem(tmp_path, GEMM, [{"uuid": "a", "axes": {"M": 2}, "inputs": {"alpha": {"type": "scalar",
+                                                                                      "value": 1.0}}}], "gemm")
+    (r,) = problems.capture_problem(d, tmp_path / "out")
+    assert r.status == "failed" and r.output is None
+    assert "ranks.A5: rank A5 must have a positive integer size, got 0" in r.error

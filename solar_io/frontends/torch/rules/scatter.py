@@ -15,9 +15,15 @@ Overwrites with repeated indexes are not deterministic in torch (nor in the form
 reference executor keeps the last point, so validation of such a program may differ where
 indexes repeat. ``scatter_reduce`` with ``include_self=False`` or ``reduce="mean"`` has no such
 form and stays opaque.
+
+``x[mask] = v`` with one boolean mask and one value is no scatter: it is ``where(mask, v, x)``, an
+elementwise einsum (eager runs it as ``masked_fill_``, which reads the mask and ``x`` and writes ``x``);
+an index specialised to select nothing (a ``nonzero`` no element passed) writes nothing: ``x`` itself.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ....affine import Access, Indirect
 from ...common.builder import access, expr
@@ -102,6 +108,11 @@ def index_add(ctx: LowerCtx, a: Args) -> T:
 def index_put(ctx: LowerCtx, a: Args) -> T:
     """``x[i0, :, i2] = values`` (``+=`` with accumulate) with broadcasting index tensors."""
     x, v = a.self, a.values
+    if any(isinstance(i, T) and 0 in ctx.shape(i) for i in a.indices):  # selects nothing: writes nothing
+        return x
+    filled = _mask_fill(ctx, x, v, list(a.indices), bool(a.accumulate))
+    if filled is not None:
+        return filled
     x_idx, index_inputs, out_ranks = advanced_index(ctx, x, list(a.indices))
     sizes = [ctx.b.sizes[r] for r in out_ranks]
     vs = ctx.shape(v)
@@ -111,3 +122,23 @@ def index_put(ctx: LowerCtx, a: Args) -> T:
     data = [access(v.name, [out_ranks[off + k] if s == sizes[off + k] else 0 for k, s in enumerate(vs)])]
     return scatter_into(ctx, x, x_idx, out_ranks, data, index_inputs, "add" if a.accumulate else "none")
 
+
+
+def _mask_fill(ctx: LowerCtx, x: T, v: T, indices: list, accumulate: bool) -> T | None:
+    """``x[mask] = v`` (``+= v``) with one boolean mask over x's leading dims and one value: an
+    elementwise select, ``where(mask, v, x)`` (``x + where(mask, v, 0)``), whatever the mask holds;
+    None for any other form (the selected count is data-dependent when ``v`` has one value per element)."""
+    if len(indices) != 1 or not isinstance(indices[0], T) or ctx.dtype(indices[0]) != "bool":
+        return None
+    mask, xs = indices[0], ctx.shape(x)
+    ms = ctx.shape(mask)
+    if ms != xs[:len(ms)] or int(np.prod(ctx.shape(v), dtype=np.int64)) != 1:
+        return None
+    if len(ms) < len(xs):  # the mask covers leading dims: broadcast it over the others
+        mask = ctx.reshape(mask, list(ms) + [1] * (len(xs) - len(ms)), suffix="mask")
+    if ctx.shape(v):
+        v = ctx.reshape(v, [], suffix="value")
+    dt = ctx.dtype(x)
+    if accumulate:
+        return ctx.ew("add", x, ctx.ew("where", mask, v, 0.0, dtype=dt, suffix="masked"), dtype=dt)
+    return ctx.ew("where", mask, v, x, dtype=dt)

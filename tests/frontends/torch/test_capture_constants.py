@@ -1,0 +1,146 @@
+"""Numbers a program is traced with (issue 17: SOL-ExecBench's NVFP4 problems failed validation).
+
+- ``torch.tensor(number, device=x.device)`` inside a forward traced on meta: the program's lifted
+  constant keeps the number (``capture.NumbersOnCpu``); before, it was a meta tensor with no value and
+  validation took the value of a constant of the same name from a CPU export that had taken another
+  path (another count of constants), so the graph computed with the wrong number;
+- Python numbers ``get_inputs()`` makes from random data (a global decode scale ``w.amax().item()``):
+  baked into the program by export, so every later call of the inputs gives the same numbers;
+- an index specialised to select nothing (``nonzero`` of a mask no value passes): ``x[idx] = v``
+  writes nothing, the graph has no node for it (it was an opaque node with a rank of size 0, a file no
+  reader accepts); ``x[mask] = v`` with one value is ``where(mask, v, x)``, as eager's ``masked_fill_``;
+- the packed fp4 / complex arrays the divergence search turns back into torch tensors.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from solar_io.format.files import checked_dumps, loads  # noqa: E402
+from solar_io.frontends.torch.capture import capture_file, capture_source  # noqa: E402
+from solar_io.frontends.torch.check import _same_constants  # noqa: E402
+from solar_io.frontends.torch.dtype_map import from_numpy, to_numpy  # noqa: E402
+from solar_io.frontends.torch.loader import load_source  # noqa: E402
+from solar_io.metrics import graph_metrics  # noqa: E402
+
+#: A mask assignment the meta export specialises (its values decide which elements), then a number
+#: made into a tensor on the input's device.
+MASKED_THEN_NUMBER = textwrap.dedent("""
+    import torch
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            codes = torch.zeros_like(x)
+            codes[x > 0.5] = 1.0
+            codes[x < -0.5] = 2.0
+            return codes * torch.tensor(3.0, device=x.device) + torch.tensor(0.25, device=x.device)
+
+    def get_inputs():
+        return [torch.randn(8, 16)]
+    """)
+
+
+def test_a_number_made_into_a_tensor_on_meta_keeps_its_value(tmp_path: Path):
+    p = tmp_path / "masked.py"
+    p.write_text(MASKED_THEN_NUMBER)
+    cap = capture_source(load_source(p), validate=True)
+    assert cap.graph.validation.status == "passed", cap.graph.validation.reason
+    numbers = sorted(float(v) for v in cap.program.constants.values() if v.dim() == 0 and v.is_floating_point())
+    assert 0.25 in numbers and 3.0 in numbers
+    assert all(v.device.type == "cpu" for v in cap.program.constants.values())
+
+
+PYTHON_SCALE = textwrap.dedent("""
+    import torch
+
+    class Model(torch.nn.Module):
+        def forward(self, x, scale):
+            return x * torch.tensor(scale, device=x.device)
+
+    def get_inputs():
+        w = torch.randn(64)
+        return [torch.randn(4, 8), float(w.abs().amax()) * (1.0 + 100 * torch.rand(()).item())]
+    """)
+
+
+def test_python_numbers_of_the_inputs_are_the_ones_the_program_was_traced_with(tmp_path: Path):
+    p = tmp_path / "scale.py"
+    p.write_text(PYTHON_SCALE)
+    src = load_source(p)
+    first = src.inputs("meta")[1]
+    torch.manual_seed(123)
+    again = src.inputs("cpu")
+    assert again[1] == first and again[0].shape == (4, 8)
+    g = capture_file(p)  # validation's fresh inputs (seed 1) would draw another scale
+    assert g.validation.status == "passed", g.validation.reason
+
+
+EMPTY_SELECTION = textwrap.dedent("""
+    import torch
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            y = x.clone()
+            rows = torch.nonzero(x > 1000.0)   # data-dependent: specialised, and randn has no such value
+            y[rows[:, 0], rows[:, 1]] = 0.0
+            y[x > 0.0] = 1.0                   # a boolean mask with one value: where(mask, 1, y)
+            return y
+
+    def get_inputs():
+        return [torch.randn(8, 16)]
+    """)
+
+
+def test_an_index_that_selects_nothing_writes_nothing(tmp_path: Path):
+    p = tmp_path / "empty_selection.py"
+    p.write_text(EMPTY_SELECTION)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    assert graph_metrics(g).opaque == ()
+    assert all(s > 0 for _, s in g.ranks)
+    assert loads(checked_dumps(g)).nodes == g.nodes  # a file a reader accepts
+    (fill,) = [n for n in g.nodes if n.op == "aten.index_put"]  # the empty selection has no node
+    assert fill.space and all(dict(g.ranks)[r] > 0 for r in fill.space)
+
+
+def test_a_masked_fill_is_elementwise_and_prices_every_element(tmp_path: Path):
+    p = tmp_path / "masked.py"
+    p.write_text(MASKED_THEN_NUMBER)
+    g = capture_file(p)
+    fills = [n for n in g.nodes if n.op == "aten.index_put"]
+    assert [n.map for n in fills] == ["where", "where"]
+    by_name = {m.name: m for m in graph_metrics(g).nodes}
+    first, second = (by_name[n.name] for n in fills)
+    # each where reads its mask (1 B an element) and writes the filled tensor (4 B), 8 x 16 elements; the
+    # first fills zeros_like (an immediate: no bytes), the second reads what the first wrote
+    masks = [a.tensor for n in fills for a in n.inputs if g.tensor_map[a.tensor].dtype == "bool"]
+    assert [first.bytes_read[masks[0]], second.bytes_read[masks[1]]] == [8 * 16, 8 * 16]
+    assert first.bytes_written == {fills[0].outputs[0].tensor: 8 * 16 * 4}
+    assert second.bytes_read[fills[0].outputs[0].tensor] == 8 * 16 * 4
+    assert second.bytes == 8 * 16 * (1 + 4 + 4)
+
+
+def test_cpu_constants_are_used_only_when_they_are_the_programs():
+    ours = {"lifted_tensor_0": torch.empty((), device="meta"), "lifted_tensor_1": torch.empty(3, device="meta")}
+    same = {"lifted_tensor_0": torch.tensor(2.0), "lifted_tensor_1": torch.ones(3)}
+    other = {"lifted_tensor_0": torch.tensor(448.0), "lifted_tensor_1": torch.tensor(0, dtype=torch.uint8),
+             "lifted_tensor_2": torch.ones(3)}
+    assert _same_constants(ours, same) is same
+    assert _same_constants(ours, other) == {}
+
+
+def test_arrays_turn_back_into_the_torch_dtype_they_came_from():
+    packed = torch.randint(0, 256, (4, 8), dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    back = from_numpy(to_numpy(packed), torch.float4_e2m1fn_x2)
+    assert back.dtype == torch.float4_e2m1fn_x2 and torch.equal(back.view(torch.uint8), packed.view(torch.uint8))
+    z = torch.randn(3, 5, dtype=torch.complex64)
+    assert torch.equal(from_numpy(to_numpy(z), torch.complex64), z)
+    b = torch.randn(6).to(torch.bfloat16)
+    assert torch.equal(from_numpy(to_numpy(b), torch.bfloat16), b)
+    assert np.array_equal(to_numpy(from_numpy(np.arange(4), torch.int32)), np.arange(4))
