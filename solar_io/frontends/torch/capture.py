@@ -10,7 +10,6 @@ we can lower; what still has no rule becomes an opaque node.
 from __future__ import annotations
 
 import logging
-import operator
 import os
 import sys
 import warnings
@@ -30,8 +29,8 @@ from ..common.errors import CaptureError, NoRuleError
 from ..common.validation import skipped
 from .fake_rules import recurrent_shapes
 from .loader import Source, load_source
-from .lower import Lowered, lower
-from .registry import buffer_update_rule, find_rule
+from .lower import Lowered, lower, unruled
+from .registry import find_rule
 from .routing import Routing, parse_routing
 from .rulebook import load_rules
 from .specialise import Plan, assumptions, needs_values, replaying, specialise
@@ -77,9 +76,7 @@ def export(source: Source, *, routing: Routing | None = None, budget: int = DEFA
         if plan_out is not None:
             plan_out.append(plan)
     load_rules()
-    missing = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
-               and find_rule(n.target) is None and buffer_update_rule(n) is None]
-    return decompose(ep) if missing else ep
+    return decompose(ep) if unruled(ep.graph_module) else ep
 
 
 class _Unbacked(Exception):

@@ -36,6 +36,7 @@ from .ctx import (
 )
 from .registry import OPAQUE_REASONS, NoLowering, buffer_update_rule, find_complex_rule, find_rule, op_name
 from .rulebook import load_rules
+from .view_writes import lower_view_copy, view_copies
 
 __all__ = ["Args", "Lowered", "LowerCtx", "T", "file_dtype", "lower"]
 
@@ -75,6 +76,44 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
     outputs: list[str] = []
     updates: dict[str, str] = {}
     in_place: dict[str, str] = {}  # result of an in-place op on a user input -> that input's tensor
+
+    def call(node: Any, gm: Any, copies: dict) -> None:
+        """Lower one call node of ``gm`` (the program's module or an inlined body's)."""
+        if node in copies:  # out[:, t] = h on a tensor the program made: a scatter into its current value
+            root = copies[node][0]
+            ctx.node, ctx.op = node, "aten.copy_"
+            env[root] = lower_view_copy(ctx, copies[node], env[node.args[1]], env[root])
+            if gm is ep.graph_module:
+                fx_tensors[root.name] = env[root].name  # the tensor's last value, as the eager run leaves it
+            ctx.lowered_ops.update(op_name(node.target))
+            return
+        body = grad_mode_body(node, gm)
+        if body is not None:  # a no_grad region (``@torch.no_grad()`` on the forward): its nodes, inline
+            inner = view_copies(body.graph)
+            args = iter(node.args[2:])
+            for n in body.graph.nodes:
+                if n.op == "placeholder":
+                    env[n] = env[next(args)]
+                elif n.op == "call_function":
+                    call(n, body, inner)
+                elif n.op == "output":
+                    res = n.args[0]
+                    env[node] = tuple(env[x] if isinstance(x, torch.fx.Node) else x for x in res) \
+                        if isinstance(res, (list, tuple)) else env[res]
+            return
+        if node.target is operator.getitem:
+            env[node] = env[node.args[0]][node.args[1]]
+        else:
+            env[node] = _lower_call(ctx, node, env, strict, opaque, opaque_fns)
+            x = node.args[0] if node.args else None
+            if gm is ep.graph_module and _writes_user_input(node, specs) and isinstance(env[node], T) \
+                    and x.name in fx_tensors:
+                in_place[env[node].name] = fx_tensors[x.name]
+        v = env[node]
+        if isinstance(v, T) and gm is ep.graph_module:
+            fx_tensors.setdefault(node.name, v.name)
+
+    top_copies = view_copies(ep.graph)
     for node in ep.graph.nodes:
         if node.op == "placeholder":
             val = node.meta.get("val")
@@ -100,16 +139,7 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
             env[node] = T(name)
             fx_tensors[node.name] = name
         elif node.op == "call_function":
-            if node.target is operator.getitem:
-                env[node] = env[node.args[0]][node.args[1]]
-            else:
-                env[node] = _lower_call(ctx, node, env, strict, opaque, opaque_fns)
-                x = node.args[0] if node.args else None
-                if _writes_user_input(node, specs) and isinstance(env[node], T) and x.name in fx_tensors:
-                    in_place[env[node].name] = fx_tensors[x.name]
-            v = env[node]
-            if isinstance(v, T):
-                fx_tensors.setdefault(node.name, v.name)
+            call(node, ep.graph_module, top_copies)
         elif node.op == "output":
             outputs, updates, mutations = _outputs(ep, node, env, fx_tensors, in_place)
     return Lowered(b, outputs, sources, ctx.const_data, opaque, fx_tensors, opaque_fns, ctx.lowered_ops,
@@ -314,3 +344,39 @@ def _torch_impl(node: Any, env: dict, ins: list[str], out_idx: list[int], names:
                      for i in out_idx)
 
     return OpaqueImpl(fn, names)
+
+
+_GRAD_MODE = getattr(torch.ops.higher_order, "wrap_with_set_grad_enabled", None)
+
+
+def grad_mode_body(node: Any, gm: Any) -> Any | None:
+    """The body of ``wrap_with_set_grad_enabled(mode, body, *args)`` (export's form of a forward under
+    ``torch.no_grad()``) when it can be lowered inline: grad mode changes no value of a forward, and
+    lowering it in place spares decomposing the whole program for one higher-order op. None for any
+    other node, or a body with an in-place op on its inputs (a mutation of the program's inputs, which
+    decomposition functionalises)."""
+    if _GRAD_MODE is None or node.op != "call_function" or node.target is not _GRAD_MODE or len(node.args) < 2:
+        return None
+    sub = node.args[1]
+    body = getattr(gm, sub.target, None) if isinstance(sub, torch.fx.Node) and sub.op == "get_attr" else None
+    if not isinstance(body, torch.fx.GraphModule):
+        return None
+    if any(n.op == "call_function" and find_rule(n.target) is None and buffer_update_rule(n) is not None
+           for n in body.graph.nodes):
+        return None
+    return body
+
+
+def unruled(gm: Any) -> list[Any]:
+    """The call nodes of ``gm`` (and of the no_grad bodies lowered inline) that no rule lowers."""
+    copies = view_copies(gm.graph)
+    out = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target is operator.getitem or n in copies:
+            continue
+        body = grad_mode_body(n, gm)
+        if body is not None:
+            out += unruled(body)
+        elif find_rule(n.target) is None and buffer_update_rule(n) is None:
+            out.append(n)
+    return out

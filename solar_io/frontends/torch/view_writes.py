@@ -1,0 +1,130 @@
+"""In-place copies into views of a tensor the program made: ``out[:, t] = h`` in a Python loop.
+
+Export's training IR keeps such a write as ``copy_(select(out, 1, t), h)``: an in-place op on a view,
+which no rule lowers, so the whole program used to be decomposed (functionalised) first; for a
+recurrence unrolled over thousands of steps that took minutes (SOL-ExecBench L1/094, 2,131 steps).
+:func:`view_copies` finds the copies that can be lowered where they stand, and :func:`lower_view_copy`
+lowers one as a scatter into the tensor's current value, which then stands for the tensor in every
+later node (``env[root]``), as functionalisation would have made it.
+
+A copy qualifies when its destination is a chain of ``select`` / ``slice`` views of a tensor the
+program allocated (a node whose storage no earlier node has: not an input, a weight or a view of
+another tensor), the copy's own result is unused, and no other view of that storage taken before the
+copy is read after it (that view would have to see the write). The scatter starts from the tensor
+(``init``) and is charged for the elements it writes, as the in-place copy is:
+
+    >>> # out = zeros(B, T, H); for t in range(T): out[:, t] = f(t)
+    >>> # -> T scatters, each writing B*H elements of out at [:, t, :]; not T copies of all of out
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...affine import Indirect
+from ..common.builder import access, expr
+from .ctx import LowerCtx, T
+from .rules.scatter import scatter_into
+from .rules.shape import expand_to
+
+_aten = torch.ops.aten
+COPY = _aten.copy_.default
+#: The views a destination may be made of, and their (dim, start, end, step) arguments.
+_SELECT, _SLICE = _aten.select.int, _aten.slice.Tensor
+
+Step = tuple[int, int, int, int]  # a view step in the root's coordinates: dim, start, count, stride
+Plan = tuple[Any, list]  # the root node and the chain of view nodes from it to the destination
+
+
+def _storage(node: Any) -> int | None:
+    v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(v, torch.Tensor):
+        return None
+    try:
+        return v.untyped_storage()._cdata
+    except Exception:  # a tensor subclass without storage
+        return None
+
+
+def view_copies(graph: Any) -> dict[Any, Plan]:
+    """Each copy of ``graph`` that :func:`lower_view_copy` lowers, with its root and view chain."""
+    nodes = list(graph.nodes)
+    order = {n: i for i, n in enumerate(nodes)}
+    first: dict[int, Any] = {}
+    for n in nodes:
+        s = _storage(n)
+        if s is not None:
+            first.setdefault(s, n)
+    found: dict[Any, Plan] = {}
+    for c in nodes:
+        if c.op != "call_function" or c.target is not COPY or c.users or c.kwargs.get("non_blocking"):
+            continue
+        chain, cur = [], c.args[0]
+        while isinstance(cur, torch.fx.Node) and cur.op == "call_function" and cur.target in (_SELECT, _SLICE):
+            chain.append(cur)
+            cur = cur.args[0]
+        s = _storage(cur)
+        if not chain or cur.op != "call_function" or s is None or first.get(s) is not cur:
+            continue
+        if any(_storage(v) != s for v in chain):
+            continue
+        stale = any(_storage(n) == s and n is not cur and any(order[u] > order[c] for u in n.users if u is not c)
+                    for n in nodes[order[cur]:order[c]])
+        if not stale:
+            found[c] = (cur, chain[::-1])
+    return found
+
+
+def _steps(root: Any, chain: list) -> tuple[list[int | None], list[Step]]:
+    """The view chain in the root's coordinates: for each root dim, the dim of the view it became
+    (None: selected away), and its (dim, start, count, stride)."""
+    shape = list(root.meta["val"].shape)
+    dims: list[Step] = [(d, 0, int(n), 1) for d, n in enumerate(shape)]
+    live = list(range(len(shape)))  # view dim -> root dim
+    for v in chain:
+        if v.target is _SELECT:
+            vd = v.args[1] % len(live)
+            rd = live.pop(vd)
+            d, start, count, stride = dims[rd]
+            i = int(v.args[2]) % count
+            dims[rd] = (d, start + stride * i, 1, stride)
+        else:
+            a = list(v.args) + [None] * (5 - len(v.args))
+            vd = (a[1] or 0) % len(live)
+            rd = live[vd]
+            d, start, count, stride = dims[rd]
+            lo, hi, step = slice(a[2], a[3], a[4] or 1).indices(count)
+            dims[rd] = (d, start + stride * lo, len(range(lo, hi, step)), stride * step)
+    where: list[int | None] = [None] * len(shape)
+    for vd, rd in enumerate(live):
+        where[rd] = vd
+    return where, dims
+
+
+def lower_view_copy(ctx: LowerCtx, plan: Plan, src: T, base: T) -> T:
+    """``base`` (the root's current value) with ``src`` written through the view chain of ``plan``: one
+    scatter starting from ``base``, each restricted dim indexed through a table of its positions."""
+    root, chain = plan
+    where, dims = _steps(root, chain)
+    view_shape = [dims[rd][2] for rd in range(len(dims)) if where[rd] is not None]
+    src = expand_to(ctx, src, view_shape, suffix="expanded")
+    if ctx.dtype(src) != ctx.dtype(base):
+        src = ctx.cast(src, ctx.dtype(base), suffix="cast")
+    full = [dims[rd][2] for rd in range(len(dims))]  # selected dims as 1
+    if list(ctx.shape(src)) != full:
+        src = ctx.reshape(src, full, suffix="unsqueezed")
+    sr = list(ctx.ranks(src))
+    out_index, tables = [], []
+    base_shape = ctx.shape(base)
+    for rd, (_, start, count, stride) in enumerate(dims):
+        if start == 0 and stride == 1 and count == base_shape[rd]:
+            out_index.append(expr(sr[rd]))
+            continue
+        idx = ctx.index_table(np.arange(start, start + stride * count, stride, dtype=np.int64)[:count], [sr[rd]],
+                              "int64", suffix="positions")
+        out_index.append(Indirect(idx.name))
+        tables.append(access(idx.name, [sr[rd]]))
+    return scatter_into(ctx, base, tuple(out_index), sr, [access(src.name, sr)], tables, "none")
