@@ -101,12 +101,12 @@ def bound_command(
                        "--cache-bound": None if cache_bound == "ilp" else cache_bound}
         given = [k for k, v in unsupported.items() if v is not None]
         if given:
-            raise BoundError(f"{given[0]}: not available with --parallel (the many-chip bound gives the unfused and "
-                             "fused fidelities per chip)")
+            raise BoundError(f"{given[0]}: not available with --parallel (the many-chip bound gives the unfused, "
+                             "fused and cache-aware fidelities per chip at each chip's own on-chip capacity)")
         return parallel_command(graph, resolve_graph(graph), hw, parallel, system, microbatches, fmt, output,
                                 measured=measured, allreduce=allreduce, dtype=dtype, strict_fp32=strict_fp32,
                                 strict_dequant=strict_dequant, residency=residency, clock=clock,
-                                compute_dtype=compute_dtype)
+                                compute_dtype=compute_dtype, cache_aware=cache_aware)
     if hw is None:
         raise BoundError("--hw: give a chip name, alias or spec path")
     chips = [h.strip() for h in hw.split(",") if h.strip()]

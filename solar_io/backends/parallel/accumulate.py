@@ -34,7 +34,8 @@ def gradient_accumulation(p: Plan, s: int, graphs: list[Graph], chip: HardwareSp
     """Seconds per step that stage ``s`` spends accumulating its weight gradients over ``m`` microbatches,
     per fidelity: the weight-gradient kernel of every microbatch after the first adds into the sum so far,
     so it reads it once more, (m - 1) x the gradients' bytes, less what on-chip memory could hold (all of
-    the gradients kept on chip the whole step: then nothing); fused (unlimited on-chip memory): 0."""
+    the gradients kept on chip the whole step: then nothing); cache-aware the same (the same capacity);
+    fused (unlimited on-chip memory): 0."""
     made_by = producers(p.graph)
     here = set(p.stages[s])
     mine = {t for t in p.gradients if made_by.get(t) in here}
@@ -43,7 +44,8 @@ def gradient_accumulation(p: Plan, s: int, graphs: list[Graph], chip: HardwareSp
     cap = on_chip_capacity(chip, opts.get("capacity"))[0] if opts.get("residency", True) else 0.0
     bw = float(chip.dram_bandwidth or 0.0)
     spill = max(0.0, nbytes - cap) if math.isfinite(cap) else 0.0
-    return {"unfused": (m - 1) * spill / bw if bw else 0.0, "fused": 0.0}
+    spilled = (m - 1) * spill / bw if bw else 0.0
+    return {"unfused": spilled, "fused": 0.0, "cache-aware": spilled}
 
 
 def accumulating_makespan(stages: list[StageResult], t: list[float], f: str, m: int) -> float:

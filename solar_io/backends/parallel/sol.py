@@ -7,7 +7,11 @@ Per pipeline stage ``s`` and fidelity (unfused, fused), per microbatch:
   bounded by ``solar_io.bound`` on the graph that chip runs; unfused times add; fused, the parts
   are one kernel: ``max(busiest unit's total over the parts, DRAM bytes / bandwidth)``, where the
   DRAM bytes are the parts' boundary bytes less the tensors a collective hands between parts (a
-  kernel may take them from the link; counting them 0 keeps the bound a lower bound);
+  kernel may take them from the link; counting them 0 keeps the bound a lower bound); cache-aware
+  (with ``cache_aware=True``), the same with each part's cache-aware DRAM bytes (its on-chip
+  capacity's re-reads and spills), less one copy of each handed-over tensor: taking a tensor from
+  the link spares at most its one read or write, a re-read forced by the capacity still comes from
+  DRAM; never below the fused time;
 - ``C_s``: the stage's collectives (:mod:`.collectives`), including the send of its output to the
   next stage;
 - overlapped ``t_s = max(T_s, C_s)`` (communication hidden behind compute), serial ``t_s = T_s + C_s``.
@@ -47,7 +51,8 @@ from .rules import phase
 from .shard import consumers, producers
 from .system import System, chip_system, load_system
 
-FIDELITIES = ("unfused", "fused")
+#: The fidelities of a many-chip bound; the cache-aware one only with ``cache_aware=True``.
+FIDELITIES = ("unfused", "fused", "cache-aware")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,7 @@ class ParallelReport:
     assumptions: tuple[str, ...]
     allreduce: str = "ring"
     measured: float | None = None  # a measured step time (seconds), for the headroom
+    fidelities: tuple[str, ...] = FIDELITIES[:2]  # those computed (cache-aware with cache_aware=True)
 
     def headroom(self, fidelity: str) -> float | None:
         """measured / the overlapped SOL of ``fidelity`` (None without a measurement)."""
@@ -147,17 +153,26 @@ def _compose(graphs: list[Graph], whole: Graph, hw: HardwareSpec, bound_options:
     unfused = ChipTime(math.fsum(f.compute_time or 0.0 for f in u), math.fsum(f.memory_time or 0.0 for f in u),
                        math.fsum(f.time or 0.0 for f in u))
     units: dict[str, float] = {}
-    boundary = 0.0
+    boundary = cached = 0.0
     for sg, r in zip(graphs, reports, strict=True):
         for unit, t in r.fused.unit_times:
             units[unit] = units.get(unit, 0.0) + t
         cut = math.fsum(_bytes(sg, t.name) for t in sg.tensors if t.role in ("input", "output")
                         and whole.tensor_map[t.name].role == "intermediate")
         boundary += max(0.0, (r.fused.bytes or 0.0) - cut)
+        cached += max(0.0, (r.cache_aware.bytes or 0.0) - cut) if r.cache_aware.computed else 0.0
     bw = float(hw.dram_bandwidth or 0.0)
     f_compute = max(units.values(), default=0.0)
     f_memory = boundary / bw if bw else 0.0
-    return {"unfused": unfused, "fused": ChipTime(f_compute, f_memory, max(f_compute, f_memory))}
+    fused = ChipTime(f_compute, f_memory, max(f_compute, f_memory))
+    out = {"unfused": unfused, "fused": fused}
+    if bound_options.get("cache_aware"):
+        missing = [sg.name for sg, r in zip(graphs, reports, strict=True) if not r.cache_aware.computed]
+        if missing and notes is not None:
+            notes.append(f"cache-aware: not computed for {', '.join(map(str, missing))}; the fused bound stands for it")
+        c_memory = f_memory if missing else max(f_memory, cached / bw if bw else 0.0)
+        out["cache-aware"] = ChipTime(f_compute, c_memory, max(f_compute, c_memory))
+    return out
 
 
 def _collectives(p: Plan, stage: int, parts: list[tuple[str, frozenset[str], dict[str, Fraction]]],
@@ -313,7 +328,8 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
                                   tuple(notes), step_work, acc))
     m = microbatches
     overlapped, serial = {}, {}
-    for f in FIDELITIES:
+    fidelities = FIDELITIES if bound_options.get("cache_aware") else FIDELITIES[:2]
+    for f in fidelities:
         t_over = [max(st.work[f].time, st.comm) for st in stages]
         t_ser = [st.work[f].time + st.comm for st in stages]
         if accumulate:
@@ -332,7 +348,7 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
                                + st.dp_comm)
         overlapped[f], serial[f] = over, make_ser + dp
     return ParallelReport(graph.name, sysm, layout, m, p, tuple(stages), overlapped, serial,
-                          _assumptions(p, sysm, stages, in_network), allreduce, measured)
+                          _assumptions(p, sysm, stages, in_network, fidelities), allreduce, measured, fidelities)
 
 
 def _backward_time(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, name: str | None) -> float:
@@ -347,7 +363,8 @@ def _backward_time(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, nam
     return _compose(graphs, p.graph, chip, opts)["unfused"].time if graphs else 0.0
 
 
-def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool = False) -> tuple[str, ...]:
+def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool = False,
+                 fidelities: tuple[str, ...] = FIDELITIES[:2]) -> tuple[str, ...]:
     up, out = s.scale_up, s.scale_out
     lines = [f"system: {s.full_name}: {s.chips_per_node} chips per node, {s.nodes} node(s); layout {p.layout} on "
              f"{p.layout.chips} chips (tp innermost, then dp, then pp; ep groups inside dp)"]
@@ -367,7 +384,9 @@ def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool
                  "B/bw); groups spanning nodes run hierarchically, the slower level binding")
     lines.append("inputs: graph inputs over split ranks (a KV cache split by heads, token ids split by SP) are taken "
                  "as already distributed; outputs over split ranks stay distributed (no final gather)")
-    lines.append("fidelities: unfused and fused per chip (the cache-aware one is not computed for many chips)")
+    lines.append("fidelities: unfused, fused and cache-aware per chip; cache-aware: each part's cache-aware DRAM bytes "
+                 "less one copy of each tensor a collective hands between parts" if "cache-aware" in fidelities
+                 else "fidelities: unfused and fused per chip (cache-aware not requested)")
     lines.append(f"pipeline: {len(stages)} stage(s), {p.microbatches} microbatch(es), bubble (stages-1)/microbatches "
                  f"= {(len(stages) - 1) / p.microbatches:.4g}; stages cut at layer boundaries, balanced by one chip's "
                  "unfused node times")

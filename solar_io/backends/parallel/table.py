@@ -7,7 +7,7 @@ from typing import Any
 
 from solar_io.units import format_time
 
-from .sol import FIDELITIES, ParallelReport
+from .sol import ParallelReport
 
 
 def _b(x: float) -> str:
@@ -37,12 +37,12 @@ def render(r: ParallelReport) -> str:
                      f"weights {_b(st.weight_bytes)}"
                      + (" (more than the chip's DRAM!)" if st.weight_bytes > (r.system.chip.dram.capacity or 1e300)
                         else ""))
-        for f in FIDELITIES:
+        for f in r.fidelities:
             w = st.work[f]
             lines.append(f"  {f:8s} compute {t(w.compute)}  memory {t(w.memory)}  bound {t(w.time)}  "
                          f"communication {t(st.comm)}")
         if st.step_work:
-            for f in FIDELITIES:
+            for f in r.fidelities:
                 w = st.step_work[f]
                 lines.append(f"  {f:8s} optimizer once per step: compute {t(w.compute)}  memory {t(w.memory)}  "
                              f"bound {t(w.time)}; gradient accumulation {t(st.accumulation.get(f, 0.0))} per step")
@@ -52,7 +52,7 @@ def render(r: ParallelReport) -> str:
             lines.append(f"  {c.kind:14s} {c.dim:3s} n={pc.group:<3d} {_b(c.nbytes):>10s} {t(pc.total):>10s} {per}: "
                          f"{c.tensor} ({c.reason}; {pc.links})")
     lines.append("step (all microbatches):")
-    for f in FIDELITIES:
+    for f in r.fidelities:
         h = r.headroom(f)
         lines.append(f"  {f:8s} SOL overlapped (max of compute and communication) {t(r.overlapped[f])}, "
                      f"serial (sum) {t(r.serial[f])}" + (f"; measured {t(r.measured)}: headroom {h:.3g}x" if h else ""))
@@ -85,7 +85,7 @@ def document(r: ParallelReport) -> dict[str, Any]:
                 "accumulation_s": dict(st.accumulation)} if st.step_work else {}),
         } for st in r.stages],
         "step": {f: {"overlapped_s": r.overlapped[f], "serial_s": r.serial[f],
-                     **({"headroom": r.headroom(f)} if r.measured is not None else {})} for f in FIDELITIES},
+                     **({"headroom": r.headroom(f)} if r.measured is not None else {})} for f in r.fidelities},
         **({"measured_s": r.measured} if r.measured is not None else {}),
         "assumptions": list(r.assumptions),
     }

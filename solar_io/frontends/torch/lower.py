@@ -380,3 +380,14 @@ def unruled(gm: Any) -> list[Any]:
         elif find_rule(n.target) is None and buffer_update_rule(n) is None:
             out.append(n)
     return out
+
+
+def program_calls(gm: Any) -> list[Any]:
+    """The call nodes of ``gm`` in order, each no_grad body lowered inline by its nodes in its place."""
+    out = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        body = grad_mode_body(n, gm)
+        out += program_calls(body) if body is not None else [n]
+    return out

@@ -43,6 +43,7 @@ from ..common.validation import reduced_size, skipped
 from .cpu_kernels import first_line
 from .ctx import align_dims
 from .loader import Source, _FnModule
+from .lower import program_calls
 from .uninit import is_uninitialised
 
 if TYPE_CHECKING:
@@ -285,8 +286,8 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
     counts: dict[str, int] = {}
     unchecked: list[str] = []
     arbitrary: set[str] = set()
-    for node in cap.program.graph.nodes:
-        if node.op != "call_function" or node.target is operator.getitem or node.name in opaque \
+    for node in program_calls(cap.program.graph_module):  # no_grad bodies by their nodes
+        if node.target is operator.getitem or node.name in opaque \
                 or node.meta.get("val", 0) is None or _returns_nothing(node.target):  # export's assertions
             continue
         if is_uninitialised(node.target):  # its values are whatever the memory held: nothing to compare

@@ -41,8 +41,8 @@ def test_pp2_training_step_with_four_microbatches_by_hand():
     # accumulation: microbatches 2..m read the d x d bf16 gradient sum once more (no residency here)
     grad = d * d * 2
     acc = (m - 1) * grad / load_spec(HW).dram_bandwidth
-    assert s0.accumulation == pytest.approx({"unfused": acc, "fused": 0.0})
-    assert s1.accumulation == pytest.approx({"unfused": acc, "fused": 0.0})
+    assert s0.accumulation == pytest.approx({"unfused": acc, "fused": 0.0, "cache-aware": acc})
+    assert s1.accumulation == pytest.approx({"unfused": acc, "fused": 0.0, "cache-aware": acc})
     # activations forward, gradients back: [b/m, d] bf16 per microbatch
     act = b // m * d * 2
     assert [(c.collective.tensor, c.collective.nbytes) for c in s0.collectives] == [("y1", act)]

@@ -140,3 +140,34 @@ def test_sp_with_pp_sends_the_shard_and_the_next_stage_gathers_it():
     gathers = [c.collective.tensor for c in s1.collectives if c.collective.kind == "all-gather"]
     assert gathers[0] == "x2"  # stage 1's first TP region needs the whole of it
     assert all(c.collective.nbytes == act for c in s1.collectives if c.collective.kind == "all-gather")
+
+
+def test_tp2_cache_aware_is_the_half_mlps_cache_aware_bound_at_a_small_capacity():
+    """The cache-aware fidelity of one part with nothing handed over is the single-chip cache-aware bound
+    of what the chip runs: the MLP with H = 2048, here at 64 KiB of on-chip memory, where the tiling's
+    re-reads move more bytes than the fused bound."""
+    g = load(MLP)
+    r = parallel_bound(g, "h100-sxm", parse_layout("tp=2"), cache_aware=True, capacity="64KiB")
+    assert r.fidelities == ("unfused", "fused", "cache-aware")
+    (st,) = r.stages
+    (c,) = st.collectives
+    half = replace(g, ranks=tuple((k, 2048 if k == "H" else v) for k, v in g.ranks))
+    ref = solar_io.bound(half, "h100-sxm", cache_aware=True, capacity="64KiB")
+    assert ref.cache_aware.memory_time > ref.fused.memory_time * 1.01
+    w = st.work["cache-aware"]
+    assert w.time == pytest.approx(ref.cache_aware.time, rel=1e-9)
+    assert w.memory == pytest.approx(ref.cache_aware.bytes / 3.35e12, rel=1e-9)  # H100 SXM HBM3, 3.35 TB/s
+    assert r.overlapped["cache-aware"] == pytest.approx(max(w.time, c.seconds), rel=1e-12)
+    assert r.serial["cache-aware"] == pytest.approx(w.time + c.seconds, rel=1e-12)
+    assert any(a.startswith("fidelities: unfused, fused and cache-aware") for a in r.assumptions)
+    plain = parallel_bound(g, "h100-sxm", parse_layout("tp=2"))
+    assert plain.fidelities == ("unfused", "fused") and "cache-aware" not in plain.stages[0].work
+
+
+def test_cache_aware_over_parts_handing_tensors_over_is_at_least_the_fused_bound():
+    g = _stack(3)
+    r = parallel_bound(g, "h100-sxm", parse_layout("tp=4,sp"), cache_aware=True, capacity="256KiB")
+    (st,) = r.stages
+    assert len(st.parts) > 1
+    assert st.work["cache-aware"].time >= st.work["fused"].time
+    assert st.work["cache-aware"].compute == st.work["fused"].compute

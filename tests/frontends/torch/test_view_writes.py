@@ -146,3 +146,14 @@ def test_a_write_through_a_reshaped_view_is_left_to_decomposition(tmp_path: Path
     ep = _export(src.model("meta"), src.inputs("meta"))
     assert view_copies(ep.graph) == {}
     _capture(tmp_path, VIEW_ROOT, "view_root2.py")
+
+
+def test_per_node_validation_checks_the_nodes_of_a_no_grad_body(tmp_path: Path):
+    p = tmp_path / "loop.py"
+    p.write_text(LOOP)
+    cap = capture_source(load_source(p), validate=True, validate_budget=1)  # over budget: per node
+    v = cap.graph.validation
+    assert v.status == "passed" and v.method == "reference-executor per node", v.reason
+    assert "unchecked" not in v.reason and "wrap_with_set_grad_enabled" not in v.reason
+    checked = int(v.reason.split("validated per node at reduced sizes: ")[1].split(" of ")[0])
+    assert checked >= 4  # zeros_like, mul, add, copy_ (and the selects) each checked on its own
