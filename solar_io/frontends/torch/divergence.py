@@ -18,6 +18,7 @@ from ...executor import execute
 from ..common.validation import tolerance
 from .cpu_kernels import KernelFallback
 from .dtype_map import from_numpy, to_numpy
+from .lower import GRAD_MODE
 from .nvfp4 import CpuNvfp4
 from .uninit import filled_graph, is_uninitialised
 
@@ -63,6 +64,9 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
 
             def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
                 args, kwargs = torch.utils._pytree.tree_map(_on_cpu, (args, kwargs))
+                if target is GRAD_MODE and isinstance(args[1], torch.fx.GraphModule):  # a no_grad body, node by node
+                    with torch.set_grad_enabled(bool(args[0])):
+                        return Rec(args[1]).run(*args[2:])
                 return super().call_function(target, args, kwargs)
 
         with torch.no_grad(), KernelFallback(), CpuNvfp4():

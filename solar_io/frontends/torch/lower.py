@@ -83,7 +83,7 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
             root = copies[node][0]
             ctx.node, ctx.op = node, "aten.copy_"
             env[root] = lower_view_copy(ctx, copies[node], env[node.args[1]], env[root])
-            if gm is ep.graph_module:
+            if gm is ep.graph_module or root.name not in top_names:
                 fx_tensors[root.name] = env[root].name  # the tensor's last value, as the eager run leaves it
             ctx.lowered_ops.update(op_name(node.target))
             return
@@ -110,10 +110,11 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
                     and x.name in fx_tensors:
                 in_place[env[node].name] = fx_tensors[x.name]
         v = env[node]
-        if isinstance(v, T) and gm is ep.graph_module:
+        if isinstance(v, T) and (gm is ep.graph_module or node.name not in top_names):  # a body's, unless shadowed
             fx_tensors.setdefault(node.name, v.name)
 
     top_copies = view_copies(ep.graph)
+    top_names = {n.name for n in ep.graph.nodes}
     for node in ep.graph.nodes:
         if node.op == "placeholder":
             val = node.meta.get("val")
@@ -346,7 +347,7 @@ def _torch_impl(node: Any, env: dict, ins: list[str], out_idx: list[int], names:
     return OpaqueImpl(fn, names)
 
 
-_GRAD_MODE = getattr(torch.ops.higher_order, "wrap_with_set_grad_enabled", None)
+GRAD_MODE = getattr(torch.ops.higher_order, "wrap_with_set_grad_enabled", None)
 
 
 def grad_mode_body(node: Any, gm: Any) -> Any | None:
@@ -355,7 +356,7 @@ def grad_mode_body(node: Any, gm: Any) -> Any | None:
     lowering it in place spares decomposing the whole program for one higher-order op. None for any
     other node, or a body with an in-place op on its inputs (a mutation of the program's inputs, which
     decomposition functionalises)."""
-    if _GRAD_MODE is None or node.op != "call_function" or node.target is not _GRAD_MODE or len(node.args) < 2:
+    if GRAD_MODE is None or node.op != "call_function" or node.target is not GRAD_MODE or len(node.args) < 2:
         return None
     sub = node.args[1]
     body = getattr(gm, sub.target, None) if isinstance(sub, torch.fx.Node) and sub.op == "get_attr" else None

@@ -157,3 +157,22 @@ def test_per_node_validation_checks_the_nodes_of_a_no_grad_body(tmp_path: Path):
     assert "unchecked" not in v.reason and "wrap_with_set_grad_enabled" not in v.reason
     checked = int(v.reason.split("validated per node at reduced sizes: ")[1].split(" of ")[0])
     assert checked >= 4  # zeros_like, mul, add, copy_ (and the selects) each checked on its own
+
+
+def test_a_failed_validation_names_the_diverging_node_inside_a_no_grad_body(tmp_path: Path):
+    """The graph's ``state * 0.5`` of the first step turned into ``state + 0.5``: the node-by-node rerun
+    runs the no_grad body node by node too and names that node, not the body as a whole."""
+    from dataclasses import replace
+
+    from solar_io.frontends.torch.check import _sources
+    from solar_io.frontends.torch.divergence import first_divergence
+
+    cap = _capture(tmp_path, LOOP)
+    (mul,) = [n for n in cap.graph.nodes if n.name == "mul" and n.map == "mul"]
+    cap.graph = replace(cap.graph, nodes=tuple(replace(n, map="add") if n is mul else n for n in cap.graph.nodes))
+    torch.manual_seed(0)
+    model = cap.source.model("cpu")
+    torch.manual_seed(1)
+    inputs = cap.source.inputs("cpu")
+    where = first_divergence(cap, _sources(cap, model, inputs), model, inputs)
+    assert where is not None and where.startswith("mul "), where
