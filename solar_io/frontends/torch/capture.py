@@ -106,7 +106,13 @@ _NUMBER_FACTORIES = frozenset({torch.tensor, torch.as_tensor, torch.scalar_tenso
 def _export(model: Any, args: list[Any]) -> Any:
     with warnings.catch_warnings(), _quiet_torch_logs(), recurrent_shapes():
         warnings.simplefilter("ignore")
-        with torch.device("meta"), NumbersOnCpu():  # tensors the forward creates live on meta too
+        try:
+            with torch.device("meta"), NumbersOnCpu():  # tensors the forward creates live on meta too
+                return torch.export.export(model, tuple(args), strict=False)
+        except Exception as e:  # a CPU number the forward then mixed with meta tensors (stacked, expanded)
+            if "device" not in str(e):
+                raise
+        with torch.device("meta"):  # its numbers then have no value in the program: validation finds them
             return torch.export.export(model, tuple(args), strict=False)
 
 

@@ -56,6 +56,27 @@ def test_a_number_made_into_a_tensor_on_meta_keeps_its_value(tmp_path: Path):
     assert all(v.device.type == "cpu" for v in cap.program.constants.values())
 
 
+MIXED = textwrap.dedent("""
+    import torch
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            a = torch.tensor(2.0).expand(3)                    # a CPU number grown into a tensor ...
+            b = torch.stack([torch.tensor(1.0), x.sum()])      # ... and stacked with a meta one
+            return x[:3] * a + b.sum()
+
+    def get_inputs():
+        return [torch.randn(4)]
+    """)
+
+
+def test_a_number_the_forward_mixes_with_meta_tensors_is_traced_on_meta(tmp_path: Path):
+    p = tmp_path / "mixed.py"
+    p.write_text(MIXED)
+    g = capture_file(p)  # the export on CPU numbers fails (two devices); the one on meta does not
+    assert g.validation.status == "passed", g.validation.reason
+
+
 PYTHON_SCALE = textwrap.dedent("""
     import torch
 
