@@ -93,7 +93,8 @@ def lower(ep: Any, source_name: str | None = None, strict: bool = False, repeat:
             args = iter(node.args[2:])
             for n in body.graph.nodes:
                 if n.op == "placeholder":
-                    env[n] = env[next(args)]
+                    a = next(args)
+                    env[n] = env[a] if isinstance(a, torch.fx.Node) else a
                 elif n.op == "call_function":
                     call(n, body, inner)
                 elif n.op == "output":
