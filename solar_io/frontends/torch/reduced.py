@@ -286,6 +286,7 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
     counts: dict[str, int] = {}
     unchecked: list[str] = []
     arbitrary: set[str] = set()
+    empty: set[str] = set()  # calls on tensors with no elements: no value to compare
     for node in program_calls(cap.program.graph_module):  # no_grad bodies by their nodes
         if node.target is operator.getitem or node.name in opaque \
                 or node.meta.get("val", 0) is None or _returns_nothing(node.target):  # export's assertions
@@ -297,6 +298,12 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
             call = _Call(node)
         except ValueError:
             unchecked.append(str(node.target))
+            continue
+        outs = node.meta.get("val")
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        if any(0 in tuple(t.shape) for t in call.tensors) or \
+                any(isinstance(v, torch.Tensor) and v.numel() == 0 for v in outs):  # an index that selects nothing
+            empty.add(str(node.target))
             continue
         k = call.key()
         calls.setdefault(k, call)
@@ -337,6 +344,8 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
         summary += f"; unchecked: {', '.join(sorted(set(unchecked)))}"
     if arbitrary:
         summary += f"; not compared (uninitialised memory): {', '.join(sorted(arbitrary))}"
+    if empty:
+        summary += f"; not compared (empty tensors, no values): {', '.join(sorted(empty))}"
     if not checked:
         return skipped(f"{why}; {summary}")
     ranks = tuple((r, reduced_size(s)) for r, s in cap.graph.ranks if reduced_size(s) < s)

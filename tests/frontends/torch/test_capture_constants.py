@@ -165,3 +165,15 @@ def test_arrays_turn_back_into_the_torch_dtype_they_came_from():
     b = torch.randn(6).to(torch.bfloat16)
     assert torch.equal(from_numpy(to_numpy(b), torch.bfloat16), b)
     assert np.array_equal(to_numpy(from_numpy(np.arange(4), torch.int32)), np.arange(4))
+
+
+def test_per_node_validation_does_not_compare_ops_on_empty_tensors(tmp_path: Path):
+    """Validated per node (over the budget), the ops on the empty selection (its column selects) have no
+    values to compare; checked as one-op programs they would have a rank of size 0, which no graph may
+    have, and the whole validation failed (SOL-ExecBench Quant/031)."""
+    p = tmp_path / "empty_selection.py"
+    p.write_text(EMPTY_SELECTION)
+    cap = capture_source(load_source(p), validate=True, validate_budget=1)
+    v = cap.graph.validation
+    assert v.status == "passed" and v.method == "reference-executor per node", v.reason
+    assert "not compared (empty tensors, no values): " in v.reason and "aten.select.int" in v.reason
