@@ -133,6 +133,13 @@ class Source:
                 sub.eval()
         return m
 
+    def traced_numbers(self, xs: list[Any]) -> list[Any]:
+        """``xs`` with each Python number the one the first call gave (see :meth:`inputs`)."""
+        if self.scalars is None:
+            self.scalars = {i: x for i, x in enumerate(xs) if isinstance(x, (bool, int, float))}
+            return xs
+        return [self.scalars.get(i, x) if isinstance(x, (bool, int, float)) else x for i, x in enumerate(xs)]
+
     def inputs(self, device: str) -> list[Any]:
         """Fresh inputs on ``device`` (floating ones cast to ``dtype`` when given).
 
@@ -151,10 +158,7 @@ class Source:
                     xs = list(self.inputs_factory())
             except Exception as e:
                 raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
-        if self.scalars is None:
-            self.scalars = {i: x for i, x in enumerate(xs) if isinstance(x, (bool, int, float))}
-        else:
-            xs = [self.scalars.get(i, x) if isinstance(x, (bool, int, float)) else x for i, x in enumerate(xs)]
+        xs = self.traced_numbers(xs)
         out = []
         for x in xs:
             if isinstance(x, torch.Tensor):
