@@ -301,7 +301,8 @@ def parallel_bound(graph: Graph, hw: HardwareSpec | str | None = None, layout: L
     if layout.chips > sysm.chips:
         raise ParallelError(f"--parallel {layout}: {layout.chips} chips, system {sysm.name} has {sysm.chips}")
     chip = sysm.chip
-    one = solar_io.bound(graph, chip, **bound_options) if layout.pp > 1 else None
+    unfused_only = {**bound_options, "cache_aware": False}  # for node times and the backward: no tiling search
+    one = solar_io.bound(graph, chip, **unfused_only) if layout.pp > 1 else None
     times = {n.name: n.time for n in one.nodes} if one is not None else None
     p = plan(graph, layout, microbatches, times)
     stages = []
@@ -360,7 +361,7 @@ def _backward_time(p: Plan, st: StageResult, chip: HardwareSpec, opts: dict, nam
         sel = frozenset(n for n in nodes if phase(p.graph.node_map[n]) == "backward")
         if sel:
             graphs.append(stage_graph(p, st.index, f"{name or 'graph'}.backward.{label}", sel, f))
-    return _compose(graphs, p.graph, chip, opts)["unfused"].time if graphs else 0.0
+    return _compose(graphs, p.graph, chip, {**opts, "cache_aware": False})["unfused"].time if graphs else 0.0
 
 
 def _assumptions(p: Plan, s: System, stages: list[StageResult], in_network: bool = False,

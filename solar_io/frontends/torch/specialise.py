@@ -132,8 +132,7 @@ def _inputs(source: Any, lean: bool) -> list[Any]:
             xs = list(source.inputs_factory())
     except Exception:
         return source.inputs("cpu")
-    if hasattr(source, "traced_numbers"):  # the Python numbers the program is traced with
-        xs = source.traced_numbers(xs)
+    xs = source.traced_numbers(xs)  # the Python numbers the program is traced with
     dt = getattr(source, "dtype", None)
     return [x.to(dt) if dt is not None and isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in xs]
 

@@ -21,13 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
-from ...affine import Indirect
-from ..common.builder import access, expr
 from .ctx import LowerCtx, T
-from .rules.scatter import scatter_into
+from .rules.scatter import scatter_positions
 from .rules.shape import expand_to
 
 _aten = torch.ops.aten
@@ -35,7 +32,6 @@ COPY = _aten.copy_.default
 #: The views a destination may be made of, and their (dim, start, end, step) arguments.
 _SELECT, _SLICE = _aten.select.int, _aten.slice.Tensor
 
-Step = tuple[int, int, int, int]  # a view step in the root's coordinates: dim, start, count, stride
 Plan = tuple[Any, list]  # the root node and the chain of view nodes from it to the destination
 
 
@@ -78,53 +74,35 @@ def view_copies(graph: Any) -> dict[Any, Plan]:
     return found
 
 
-def _steps(root: Any, chain: list) -> tuple[list[int | None], list[Step]]:
-    """The view chain in the root's coordinates: for each root dim, the dim of the view it became
-    (None: selected away), and its (dim, start, count, stride)."""
-    shape = list(root.meta["val"].shape)
-    dims: list[Step] = [(d, 0, int(n), 1) for d, n in enumerate(shape)]
-    live = list(range(len(shape)))  # view dim -> root dim
+def _placement(root: Any, chain: list) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """The view chain in the root's coordinates: the root dims the view keeps (in order), and per root
+    dim its (start, count, stride) (a selected dim: count 1)."""
+    dims = [(0, int(n), 1) for n in root.meta["val"].shape]
+    live = list(range(len(dims)))  # view dim -> root dim
     for v in chain:
         if v.target is _SELECT:
-            vd = v.args[1] % len(live)
-            rd = live.pop(vd)
-            d, start, count, stride = dims[rd]
-            i = int(v.args[2]) % count
-            dims[rd] = (d, start + stride * i, 1, stride)
+            rd = live.pop(v.args[1] % len(live))
+            start, count, stride = dims[rd]
+            dims[rd] = (start + stride * (int(v.args[2]) % count), 1, stride)
         else:
             a = list(v.args) + [None] * (5 - len(v.args))
-            vd = (a[1] or 0) % len(live)
-            rd = live[vd]
-            d, start, count, stride = dims[rd]
+            rd = live[(a[1] or 0) % len(live)]
+            start, count, stride = dims[rd]
             lo, hi, step = slice(a[2], a[3], a[4] or 1).indices(count)
-            dims[rd] = (d, start + stride * lo, len(range(lo, hi, step)), stride * step)
-    where: list[int | None] = [None] * len(shape)
-    for vd, rd in enumerate(live):
-        where[rd] = vd
-    return where, dims
+            dims[rd] = (start + stride * lo, len(range(lo, hi, step)), stride * step)
+    return live, dims
 
 
 def lower_view_copy(ctx: LowerCtx, plan: Plan, src: T, base: T) -> T:
-    """``base`` (the root's current value) with ``src`` written through the view chain of ``plan``: one
-    scatter starting from ``base``, each restricted dim indexed through a table of its positions."""
+    """``base`` (the root's current value) with ``src`` written through the view chain of ``plan``
+    (:func:`.rules.scatter.scatter_positions`: every restricted dim through a table of its positions)."""
     root, chain = plan
-    where, dims = _steps(root, chain)
-    view_shape = [dims[rd][2] for rd in range(len(dims)) if where[rd] is not None]
-    src = expand_to(ctx, src, view_shape, suffix="expanded")
-    if ctx.dtype(src) != ctx.dtype(base):
-        src = ctx.cast(src, ctx.dtype(base), suffix="cast")
-    full = [dims[rd][2] for rd in range(len(dims))]  # selected dims as 1
+    live, dims = _placement(root, chain)
+    src = expand_to(ctx, src, [dims[rd][1] for rd in live], suffix="expanded")
+    full = [count for _, count, _ in dims]  # selected dims as 1
     if list(ctx.shape(src)) != full:
         src = ctx.reshape(src, full, suffix="unsqueezed")
-    sr = list(ctx.ranks(src))
-    out_index, tables = [], []
-    base_shape = ctx.shape(base)
-    for rd, (_, start, count, stride) in enumerate(dims):
-        if start == 0 and stride == 1 and count == base_shape[rd]:
-            out_index.append(expr(sr[rd]))
-            continue
-        idx = ctx.index_table(np.arange(start, start + stride * count, stride, dtype=np.int64)[:count], [sr[rd]],
-                              "int64", suffix="positions")
-        out_index.append(Indirect(idx.name))
-        tables.append(access(idx.name, [sr[rd]]))
-    return scatter_into(ctx, base, tuple(out_index), sr, [access(src.name, sr)], tables, "none")
+    whole = ctx.shape(base)
+    placed = {rd: (start, stride) for rd, (start, count, stride) in enumerate(dims)
+              if not (start == 0 and stride == 1 and count == whole[rd])}
+    return scatter_positions(ctx, base, src, placed)

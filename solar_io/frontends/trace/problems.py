@@ -90,8 +90,9 @@ def _one(defn: Definition, wl: Workload, module: object, outdir: Path | None, op
         else:
             if outdir is not None:  # a graph no reader would accept is not written, nor counted as captured
                 outdir.mkdir(parents=True, exist_ok=True)
-                dump(g, outdir / f"{defn.name}.{wl.key}.yaml")
-                r.output = outdir / f"{defn.name}.{wl.key}.yaml"
+                path = outdir / f"{defn.name}.{wl.key}.yaml"
+                dump(g, path)
+                r.output = path
             r.status = "captured"
         if keep:
             r.graph = g

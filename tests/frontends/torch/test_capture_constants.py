@@ -8,7 +8,8 @@
   baked into the program by export, so every later call of the inputs gives the same numbers;
 - an index specialised to select nothing (``nonzero`` of a mask no value passes): ``x[idx] = v``
   writes nothing, the graph has no node for it (it was an opaque node with a rank of size 0, a file no
-  reader accepts); ``x[mask] = v`` with one value is ``where(mask, v, x)``, as eager's ``masked_fill_``;
+  reader accepts); ``x[mask] = v`` with one value is ``where(mask, v, x)``, every element charged (the
+  graph's ``masked_fill`` assumption says eager's ``index_put_`` writes only the selected ones);
 - the packed fp4 / complex arrays the divergence search turns back into torch tensors.
 """
 
@@ -145,6 +146,8 @@ def test_a_masked_fill_is_elementwise_and_prices_every_element(tmp_path: Path):
     assert first.bytes_written == {fills[0].outputs[0].tensor: 8 * 16 * 4}
     assert second.bytes_read[fills[0].outputs[0].tensor] == 8 * 16 * 4
     assert second.bytes == 8 * 16 * (1 + 4 + 4)
+    (said,) = [a for a in g.assumptions if a.kind == "masked_fill"]  # every element charged: the file says so
+    assert dict(said.values) == {"nodes": 2} and "writes only the selected elements" in said.detail
 
 
 def test_cpu_constants_are_used_only_when_they_are_the_programs():

@@ -11,14 +11,11 @@ place (format 1.5 ``updates``) moves only the slice; returned as a new tensor it
 
 from __future__ import annotations
 
-import numpy as np
-
-from ....affine import Indirect
-from ...common.builder import access, expr, family
+from ...common.builder import access, family
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
 from .matmul import matmul
-from .scatter import scatter_into
+from .scatter import scatter_positions
 from .shape import concat, expand_to, slice_dim
 
 
@@ -50,18 +47,8 @@ def _graph_input(ctx: LowerCtx, x: T) -> bool:
 
 
 def _scatter_strided(ctx: LowerCtx, x: T, src: T, dim: int, start: int, step: int) -> T:
-    """``x[..., start::step, ...] = src``: one scatter starting from ``x`` (init) whose output index
-    along ``dim`` is ``start + step*j`` at ``src``'s point ``j``, read from a generated table (the
-    format's output index is a plain rank or a tensor; the table is a function of its index, so it
-    moves no bytes); charged for the written elements, like every scatter. E.g. MRoPE's
-    ``freqs_t[..., 1:60:3] = freqs_h[..., 1:60:3]``."""
-    src = ctx.cast(src, ctx.dtype(x), suffix="src") if ctx.dtype(src) != ctx.dtype(x) else src
-    sr = list(ctx.ranks(src))
-    m = ctx.shape(src)[dim]
-    idx = ctx.index_table(np.arange(start, start + step * m, step, dtype=np.int64), [sr[dim]], "int64",
-                          suffix="positions")
-    out_index = tuple(Indirect(idx.name) if d == dim else expr(r) for d, r in enumerate(sr))
-    return scatter_into(ctx, x, out_index, sr, [access(src.name, sr)], [access(idx.name, [sr[dim]])], "none")
+    """``x[..., start::step, ...] = src``: one scatter starting from ``x`` (:func:`.scatter.scatter_positions`)."""
+    return scatter_positions(ctx, x, src, {dim: (start, step)})
 
 
 @rule("aten.select_scatter")

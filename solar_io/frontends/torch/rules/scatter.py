@@ -16,9 +16,12 @@ reference executor keeps the last point, so validation of such a program may dif
 indexes repeat. ``scatter_reduce`` with ``include_self=False`` or ``reduce="mean"`` has no such
 form and stays opaque.
 
-``x[mask] = v`` with one boolean mask and one value is no scatter: it is ``where(mask, v, x)``, an
-elementwise einsum (eager runs it as ``masked_fill_``, which reads the mask and ``x`` and writes ``x``);
-an index specialised to select nothing (a ``nonzero`` no element passed) writes nothing: ``x`` itself.
+``x[mask] = v`` with one boolean mask and one value (a mask the capture cannot see the values of) is
+lowered as ``where(mask, v, x)``, an elementwise einsum that reads and writes every element of ``x``, as
+the opaque node it was before did. Eager PyTorch runs it as ``index_put_``, which writes only the
+elements the mask selects, a data-dependent count: for a sparse mask that kernel moves fewer bytes than
+this node's unfused bound, and the graph's ``masked_fill`` assumption says so. An index specialised to
+select nothing (a ``nonzero`` no element passed) writes nothing: ``x`` itself.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....affine import Access, Indirect
+from ....graph import Assumption
 from ...common.builder import access, expr
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
@@ -42,6 +46,28 @@ def scatter_into(ctx: LowerCtx, x: T, out_index: tuple, space: list[str], data: 
     ctx.b.einsum(out.name, ctx.op, space, [Access(x.name, out_index), *data, *index_inputs],
                  Access(out.name, out_index), map, reduce, location=ctx.location, init=x.name)
     return out
+
+
+def scatter_positions(ctx: LowerCtx, x: T, src: T, placed: dict[int, tuple[int, int]]) -> T:
+    """``x`` with ``src`` (of x's rank count) written where each dim ``d`` of ``placed`` puts ``src``'s
+    point ``j`` at ``start + step*j`` (``placed[d] = (start, step)``), every other dim one to one: one
+    scatter starting from ``x`` (init), each placed dim indexed through a generated table of its
+    positions (a function of its index: no bytes), charged for the written elements like every scatter.
+    E.g. ``x[:, t] = h`` (``{1: (t, 1)}``, ``h`` unsqueezed), MRoPE's ``f[..., 1:60:3] = g``."""
+    src = ctx.cast(src, ctx.dtype(x), suffix="src") if ctx.dtype(src) != ctx.dtype(x) else src
+    sr = list(ctx.ranks(src))
+    out_index, tables = [], []
+    for d, r in enumerate(sr):
+        if d not in placed:
+            out_index.append(expr(r))
+            continue
+        start, step = placed[d]
+        m = ctx.shape(src)[d]
+        idx = ctx.index_table(np.arange(start, start + step * m, step, dtype=np.int64), [r], "int64",
+                              suffix="positions")
+        out_index.append(Indirect(idx.name))
+        tables.append(access(idx.name, [r]))
+    return scatter_into(ctx, x, tuple(out_index), sr, [access(src.name, sr)], tables, "none")
 
 
 def _source(ctx: LowerCtx, src: T | float, ranks: list[str], dtype: str) -> Access:
@@ -138,6 +164,17 @@ def _mask_fill(ctx: LowerCtx, x: T, v: T, indices: list, accumulate: bool) -> T 
         mask = ctx.reshape(mask, list(ms) + [1] * (len(xs) - len(ms)), suffix="mask")
     if ctx.shape(v):
         v = ctx.reshape(v, [], suffix="value")
+    key = ("masked_fill",)
+    if key not in ctx.data_cache:
+        ctx.data_cache[key] = len(ctx.assumptions)
+        ctx.assumptions.append(None)
+    at = ctx.data_cache[key]
+    fills = 1 + (dict(ctx.assumptions[at].values)["nodes"] if ctx.assumptions[at] is not None else 0)
+    ctx.assumptions[at] = Assumption(
+        "masked_fill", "aten.index_put with a boolean mask",
+        "x[mask] = v lowered as where(mask, v, x), every element of x read and written; eager PyTorch's "
+        "index_put_ writes only the selected elements (a count the capture does not know), so for a sparse "
+        "mask a real kernel moves fewer bytes than these nodes' unfused bound", (("nodes", fills),))
     dt = ctx.dtype(x)
     if accumulate:
         return ctx.ew("add", x, ctx.ew("where", mask, v, 0.0, dtype=dt, suffix="masked"), dtype=dt)
