@@ -33,6 +33,12 @@ Computed from the file on demand, never stored in it.
 - Uncharged work: the nodes an assumption of the file lists under ``uncharged_work`` (e.g. a
   fused attention backward's recomputation of probabilities that the source framework's own run
   keeps instead) have their bytes counted and zero MACs and FLOPs: the file says which and why.
+- Masked writes: the nodes an assumption lists under ``masked_writes`` (``x[mask] = v``, lowered as
+  ``where(mask, v, x)``) overwrite, in ``x``'s memory, the elements a mask whose values the file does
+  not hold selects: a count from none to all. Each is charged its boolean masks and its one-element
+  values only: ``x`` is not read (its elements stay where they are), none of the output is taken as
+  written, and no compute (a masked copy does no arithmetic on the elements it skips): the least any
+  count of selected elements costs.
 """
 
 from __future__ import annotations
@@ -46,21 +52,14 @@ from .affine import Access, AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
 from .graph import Assumption, Graph, Node, Tensor
+from .node_lists import MASKED_WRITES, listed_nodes, uncharged_nodes
 from .ops import MAP_OPS
 
 BOUNDARY_ROLES = ("input", "weight", "constant", "output")
-#: the assumption value naming the nodes whose compute is not charged (module docstring)
-UNCHARGED = "uncharged_work"
 #: the assumption kind of scatters whose positions are counted as distinct (:func:`distinct_positions`)
 DISTINCT = "scatter_indices"
 #: the assumption kind of gathers whose rows are counted as distinct (:func:`distinct_rows`)
 DISTINCT_READS = "gather_indices"
-
-
-def uncharged_nodes(g: Graph) -> frozenset[str]:
-    """Names of the nodes ``g``'s assumptions list under ``uncharged_work``."""
-    return frozenset(str(n) for a in g.assumptions for k, v in a.values if k == UNCHARGED
-                     for n in (v if isinstance(v, tuple) else (v,)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,9 +268,13 @@ def _has_indirect(a: Access) -> bool:
 
 
 def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
-                 in_place: frozenset[str] | None = None, returned: frozenset[str] | None = None) -> NodeMetrics:
+                 in_place: frozenset[str] | None = None, returned: frozenset[str] | None = None,
+                 masked: frozenset[str] | None = None) -> NodeMetrics:
     """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, ``in_place``:
-    :func:`in_place_outputs` of ``g``, ``returned``: :func:`returned_tensors` of ``g``, when known)."""
+    :func:`in_place_outputs` of ``g``, ``returned``: :func:`returned_tensors` of ``g``, ``masked``: its
+    ``masked_writes`` nodes, when known)."""
+    if node.name in (listed_nodes(g, MASKED_WRITES) if masked is None else masked):
+        return _masked_write(g, node)
     sizes = g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
@@ -332,6 +335,19 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
                        compute_known=node.kind != "opaque", bytes_exact=exact)
 
 
+def _masked_write(g: Graph, node: Node) -> NodeMetrics:
+    """A ``masked_writes`` node (module docstring): its boolean masks and one-element values read, nothing else."""
+    tmap = g.tensor_map
+    reads: dict[str, float] = {}
+    for a in node.inputs:
+        t = tmap[a.tensor]
+        if t.stored and (t.dtype == "bool" or prod(g.shape(t.name)) == 1):
+            b = tensor_bytes(g, t, access_elements(a, t.ranks, g.rank_sizes)[0])
+            reads[t.name] = max(reads.get(t.name, 0.0), b)
+    points = prod(g.rank_sizes[r] for r in node.space) if node.space else 0
+    return NodeMetrics(node.name, node.kind, points, 0, 0.0, 0.0, 0.0, reads, {node.outputs[0].tensor: 0.0})
+
+
 def _new_output(g: Graph, node: Node, selected: float, reads: dict[str, float]) -> None:
     """A scatter into a new graph output: its ``init`` is read at every element the scatter does not
     overwrite (reduce ``none``), or at every element (a combine also reads the selected ones)."""
@@ -351,7 +367,8 @@ def graph_metrics(g: Graph) -> GraphMetrics:
 
     with gc_paused():
         free, in_place, returned = uncharged_nodes(g), in_place_outputs(g), returned_tensors(g)
-        nodes = tuple(node_metrics(g, n, free, in_place, returned) for n in g.nodes)
+        masked = listed_nodes(g, MASKED_WRITES)
+        nodes = tuple(node_metrics(g, n, free, in_place, returned, masked) for n in g.nodes)
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),

@@ -42,6 +42,7 @@ from math import prod
 from .footprint import access_elements
 from .graph import Graph, Node
 from .metrics import BOUNDARY_ROLES, NodeMetrics, in_place_outputs, node_metrics, tensor_bytes
+from .node_lists import in_place_bases
 
 
 class ViewChains:
@@ -224,13 +225,15 @@ def _scatter_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
     tensor, in place (a static KV cache written by ``index_copy_`` and then attended over). A
     fused kernel reading that output later reads ``init``'s memory except the written part, so
     ``init``'s root (an input) is charged ``max(0, largest later read - written)``, never less
-    than its direct reads (already in ``source``). Scatters of scatters pass it on."""
+    than its direct reads (already in ``source``). Scatters of scatters pass it on, and so do masked
+    writes (``x[mask] = v`` in place: :func:`solar_io.metrics.in_place_bases`)."""
     tmap = g.tensor_map
     alias: dict[str, tuple[str, float]] = {}  # scatter output -> (init root, bytes the scatters wrote)
+    bases = in_place_bases(g)
     for n, m in zip(g.nodes, nodes, strict=True):
-        if n.init is None or not n.outputs:
+        if n.name not in bases:
             continue
-        r = chains.root[n.init] if chains is not None else n.init
+        r = chains.root[bases[n.name]] if chains is not None else bases[n.name]
         base, done = alias.get(r, (r, 0.0))
         alias[n.outputs[0].tensor] = (base, done + sum(m.bytes_written.values()))
     if not alias:

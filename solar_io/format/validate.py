@@ -20,7 +20,7 @@ from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
 from ..graph import PHASES, Graph, Node, Tensor
-from ..metrics import UNCHARGED
+from ..node_lists import MASKED_WRITES, NODE_LISTS, UNCHARGED
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
 from .kinds import fields_too_new
@@ -29,6 +29,8 @@ from .validate_dataflow import SOURCE_ROLES as SOURCE_ROLES  # re-exported: defi
 from .validate_dataflow import _DataflowChecks
 from .validate_index import _IndexChecks
 from .versioning import CURRENT, OUTPUT_INDIRECT_SINCE, VersionError, parse_version, too_new
+
+_LISTED = {UNCHARGED: "uncharged", MASKED_WRITES: "masked-write"}  # the word an error names each list by
 
 
 def validate(g: Graph) -> list[Issue]:
@@ -92,8 +94,8 @@ class _Validator(_IndexChecks, _DataflowChecks):
         for j, a in enumerate(g.assumptions):  # work left uncharged must name nodes
             for k, v in a.values:
                 stray = [n for n in (v if isinstance(v, tuple) else (v,)) if str(n) not in names]
-                if k == UNCHARGED and stray:
-                    self.err(("assumptions", j, "values", k), f"uncharged node {stray[0]!r} is not a graph node")
+                if k in NODE_LISTS and stray:
+                    self.err(("assumptions", j, "values", k), f"{_LISTED[k]} node {stray[0]!r} is not a graph node")
         self.dataflow()
 
     def updates(self) -> None:

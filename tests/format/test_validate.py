@@ -189,7 +189,7 @@ def test_attrs_and_pad_keys_are_checked():
 
 
 def test_uncharged_work_names_graph_nodes():
-    """An assumption's ``uncharged_work`` (nodes charged no compute: metrics.UNCHARGED) must name nodes
+    """An assumption's ``uncharged_work`` (nodes charged no compute: node_lists.UNCHARGED) must name nodes
     of the graph: a typo would leave the listed work charged while the file says otherwise."""
     from dataclasses import replace
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics
+from solar_io.node_lists import in_place_bases
 from solar_io.views import ViewChains
 
 
@@ -54,6 +55,7 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
     chains = ViewChains(g) if chains is None else chains
     root = chains.root
     alias: dict[str, tuple[str, float]] = {}  # scatter result root -> (its chain's init root, bytes the chain wrote)
+    bases = in_place_bases(g)  # scatters' inits and masked writes' x (x[mask] = v in place)
     tmap = g.tensor_map
     out = []
     for n, m in zip(g.nodes, gm.nodes, strict=True):
@@ -73,8 +75,8 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
             for t, b in m.bytes_written.items():
                 r = root[t]
                 wr[r] = max(wr.get(r, 0.0), b if r == t else chains.root_bytes(t, b))
-            if n.init is not None and n.outputs:
-                base, done = alias.get(root[n.init], (root[n.init], 0.0))
+            if n.name in bases:
+                base, done = alias.get(root[bases[n.name]], (root[bases[n.name]], 0.0))
                 alias[root[n.outputs[0].tensor]] = (base, done + sum(wr.values()))
         out.append(NodeTraffic(rd, wr))
     return out

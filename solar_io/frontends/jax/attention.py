@@ -59,7 +59,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from ...graph import Assumption
-from ...metrics import UNCHARGED
+from ...node_lists import UNCHARGED
 from ..common.masks import MaskFact, fact_of_keep, one_key_per_row
 from .attention_match import JITS, Region, find_regions, indexed
 

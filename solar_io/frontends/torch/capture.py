@@ -25,6 +25,7 @@ from torch.utils._pytree import tree_flatten
 from ... import __version__
 from ...graph import Graph, Producer, Validation
 from ...metrics import with_index_assumptions
+from ...node_lists import with_listed_nodes
 from ..common.errors import CaptureError, NoRuleError
 from ..common.validation import skipped
 from .fake_rules import recurrent_shapes
@@ -216,7 +217,7 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
     if found:
         graph = replace(graph, assumptions=graph.assumptions + found)
-    graph = with_index_assumptions(graph)  # scatters and gathers through index values the file does not hold
+    graph = with_index_assumptions(with_listed_nodes(graph))  # index values the file does not hold
     outputs = b.output_names
     cap = Capture(source, ep, lowered, graph, outputs, plan)
     if not validate:

@@ -8,8 +8,8 @@
   baked into the program by export, so every later call of the inputs gives the same numbers;
 - an index specialised to select nothing (``nonzero`` of a mask no value passes): ``x[idx] = v``
   writes nothing, the graph has no node for it (it was an opaque node with a rank of size 0, a file no
-  reader accepts); ``x[mask] = v`` with one value is ``where(mask, v, x)``, every element charged (the
-  graph's ``masked_fill`` assumption says eager's ``index_put_`` writes only the selected ones);
+  reader accepts); ``x[mask] = v`` with one value is ``where(mask, v, x)``, charged its mask's read only (the
+  graph's ``masked_fill`` assumption lists it: eager's ``index_put_`` writes the selected ones in place);
 - the packed fp4 / complex arrays the divergence search turns back into torch tensors.
 """
 
@@ -29,6 +29,7 @@ from solar_io.frontends.torch.check import _same_constants  # noqa: E402
 from solar_io.frontends.torch.dtype_map import from_numpy, to_numpy  # noqa: E402
 from solar_io.frontends.torch.loader import load_source  # noqa: E402
 from solar_io.metrics import graph_metrics  # noqa: E402
+from solar_io.node_lists import MASKED_WRITES  # noqa: E402
 
 #: A mask assignment the meta export specialises (its values decide which elements), then a number
 #: made into a tensor on the input's device.
@@ -131,23 +132,62 @@ def test_an_index_that_selects_nothing_writes_nothing(tmp_path: Path):
     assert fill.space and all(dict(g.ranks)[r] > 0 for r in fill.space)
 
 
-def test_a_masked_fill_is_elementwise_and_prices_every_element(tmp_path: Path):
+def test_a_masked_fill_is_elementwise_and_charged_the_least_any_selection_costs(tmp_path: Path):
     p = tmp_path / "masked.py"
     p.write_text(MASKED_THEN_NUMBER)
     g = capture_file(p)
     fills = [n for n in g.nodes if n.op == "aten.index_put"]
     assert [n.map for n in fills] == ["where", "where"]
     by_name = {m.name: m for m in graph_metrics(g).nodes}
-    first, second = (by_name[n.name] for n in fills)
-    # each where reads its mask (1 B an element) and writes the filled tensor (4 B), 8 x 16 elements; the
-    # first fills zeros_like (an immediate: no bytes), the second reads what the first wrote
+    # eager's index_put_ reads the mask (1 B an element, 8 x 16) and overwrites in place the elements it
+    # selects, from none to all: each fill is charged its mask only, none of the filled tensor read or written
     masks = [a.tensor for n in fills for a in n.inputs if g.tensor_map[a.tensor].dtype == "bool"]
-    assert [first.bytes_read[masks[0]], second.bytes_read[masks[1]]] == [8 * 16, 8 * 16]
-    assert first.bytes_written == {fills[0].outputs[0].tensor: 8 * 16 * 4}
-    assert second.bytes_read[fills[0].outputs[0].tensor] == 8 * 16 * 4
-    assert second.bytes == 8 * 16 * (1 + 4 + 4)
-    (said,) = [a for a in g.assumptions if a.kind == "masked_fill"]  # every element charged: the file says so
-    assert dict(said.values) == {"nodes": 2} and "writes only the selected elements" in said.detail
+    for n, mask in zip(fills, masks, strict=True):
+        m = by_name[n.name]
+        assert m.bytes_read == {mask: 8 * 16} and m.bytes == 8 * 16 and m.flops == 0
+    # the mul after them reads the filled tensor whole (4 B an element)
+    (mul,) = [n for n in g.nodes if any(a.tensor == fills[1].outputs[0].tensor for a in n.inputs)]
+    assert by_name[mul.name].bytes_read[fills[1].outputs[0].tensor] == 8 * 16 * 4
+    (said,) = [a for a in g.assumptions if a.kind == "masked_fill"]  # the file says which nodes and why
+    assert dict(said.values) == {MASKED_WRITES: tuple(n.name for n in fills)} and "none to all" in said.detail
+    assert loads(checked_dumps(g)).assumptions == g.assumptions
+
+
+def test_a_masked_fill_costs_no_more_than_eager_selecting_nothing(tmp_path: Path):
+    """The dispatcher's view of ``x[mask] = v`` with a mask that selects nothing: index_put_ in place,
+    the mask read, no element written: the graph's node is charged no more than that."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            self.seen.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    x, mask = torch.zeros(8, 16), torch.zeros(8, 16, dtype=torch.bool)
+    with Ops() as ops:
+        x[mask] = 1.0
+    assert "aten.index_put_" in ops.seen and "aten.where" not in ops.seen  # in place: x's memory, selected only
+    p = tmp_path / "fill.py"
+    p.write_text(textwrap.dedent("""
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x, keep):
+                x = x * 2.0
+                x[keep] = 1.0
+                return x
+
+        def get_inputs():
+            return [torch.randn(8, 16), torch.zeros(8, 16, dtype=torch.bool)]
+        """))
+    g = capture_file(p)
+    (fill,) = [n for n in g.nodes if n.op == "aten.index_put"]
+    m = {m.name: m for m in graph_metrics(g).nodes}[fill.name]
+    assert m.bytes <= mask.numel() * mask.element_size()  # what eager moves: the mask read, nothing written
 
 
 def test_cpu_constants_are_used_only_when_they_are_the_programs():
@@ -180,3 +220,31 @@ def test_per_node_validation_does_not_compare_ops_on_empty_tensors(tmp_path: Pat
     v = cap.graph.validation
     assert v.status == "passed" and v.method == "reference-executor per node", v.reason
     assert "not compared (empty tensors, no values): " in v.reason and "aten.select.int" in v.reason
+
+
+def test_a_masked_accumulate_is_charged_its_mask_only(tmp_path: Path):
+    """``index_put_((mask,), v, accumulate=True)``: ``x + where(mask, v, 0)``, both nodes listed; eager adds
+    ``v`` in place to the selected elements (none to all), so the pair is charged the mask read (1 B x 128)
+    and the value's (a lifted fp32 constant, 4 B)."""
+    p = tmp_path / "acc.py"
+    p.write_text(textwrap.dedent("""
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x, keep):
+                x = x * 2.0
+                x.index_put_((keep,), torch.tensor(1.5), accumulate=True)
+                return x - 1.0
+
+        def get_inputs():
+            return [torch.randn(8, 16), torch.rand(8, 16) > 0.5]
+        """))
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    fills = [n for n in g.nodes if n.op == "aten.index_put"]
+    (said,) = [a for a in g.assumptions if a.kind == "masked_fill"]
+    assert sorted(dict(said.values)[MASKED_WRITES]) == sorted(n.name for n in fills) and len(fills) == 2
+    by_name = {m.name: m for m in graph_metrics(g).nodes}
+    assert sum(by_name[n.name].bytes for n in fills) == 8 * 16 + 4
+    (sub,) = [n for n in g.nodes if n.op == "aten.sub"]
+    assert by_name[sub.name].bytes == 8 * 16 * 4 * 2  # the result, in x's memory, read whole; y written

@@ -17,10 +17,11 @@ indexes repeat. ``scatter_reduce`` with ``include_self=False`` or ``reduce="mean
 form and stays opaque.
 
 ``x[mask] = v`` with one boolean mask and one value (a mask the capture cannot see the values of) is
-lowered as ``where(mask, v, x)``, an elementwise einsum that reads and writes every element of ``x``, as
-the opaque node it was before did. Eager PyTorch runs it as ``index_put_``, which writes only the
-elements the mask selects, a data-dependent count: for a sparse mask that kernel moves fewer bytes than
-this node's unfused bound, and the graph's ``masked_fill`` assumption says so. An index specialised to
+lowered as ``where(mask, v, x)``, an elementwise einsum with the same values. Eager PyTorch runs it as
+``index_put_``, which overwrites in ``x``'s memory only the elements the mask selects, a data-dependent
+count from none to all: the graph's ``masked_fill`` assumption lists these nodes under
+``masked_writes``, which charges each the least any count costs (the mask and the value read; no
+element of ``x`` read or written; :mod:`solar_io.metrics`). An index specialised to
 select nothing (a ``nonzero`` no element passed) writes nothing: ``x`` itself.
 """
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from ....affine import Access, Indirect
 from ....graph import Assumption
+from ....node_lists import MASKED_WRITES
 from ...common.builder import access, expr
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
@@ -164,18 +166,29 @@ def _mask_fill(ctx: LowerCtx, x: T, v: T, indices: list, accumulate: bool) -> T 
         mask = ctx.reshape(mask, list(ms) + [1] * (len(xs) - len(ms)), suffix="mask")
     if ctx.shape(v):
         v = ctx.reshape(v, [], suffix="value")
+    dt = ctx.dtype(x)
+    start = len(ctx.b.nodes)
+    if accumulate:
+        out = ctx.ew("add", x, ctx.ew("where", mask, v, 0.0, dtype=dt, suffix="masked"), dtype=dt)
+    else:
+        out = ctx.ew("where", mask, v, x, dtype=dt)
+    _masked_assumption(ctx, [n.name for n in ctx.b.nodes[start:]])
+    return out
+
+
+def _masked_assumption(ctx: LowerCtx, nodes: list[str]) -> None:
+    """Add ``nodes`` (one ``x[mask] = v``) to the graph's one ``masked_fill`` assumption, whose
+    ``masked_writes`` list makes the byte counts those of a write of an unknown selection
+    (:mod:`solar_io.metrics`: the masks and the value read, none of ``x``, none of it written)."""
     key = ("masked_fill",)
     if key not in ctx.data_cache:
         ctx.data_cache[key] = len(ctx.assumptions)
         ctx.assumptions.append(None)
     at = ctx.data_cache[key]
-    fills = 1 + (dict(ctx.assumptions[at].values)["nodes"] if ctx.assumptions[at] is not None else 0)
+    before = dict(ctx.assumptions[at].values) if ctx.assumptions[at] is not None else {MASKED_WRITES: ()}
     ctx.assumptions[at] = Assumption(
         "masked_fill", "aten.index_put with a boolean mask",
-        "x[mask] = v lowered as where(mask, v, x), every element of x read and written; eager PyTorch's "
-        "index_put_ writes only the selected elements (a count the capture does not know), so for a sparse "
-        "mask a real kernel moves fewer bytes than these nodes' unfused bound", (("nodes", fills),))
-    dt = ctx.dtype(x)
-    if accumulate:
-        return ctx.ew("add", x, ctx.ew("where", mask, v, 0.0, dtype=dt, suffix="masked"), dtype=dt)
-    return ctx.ew("where", mask, v, x, dtype=dt)
+        "x[mask] = v lowered as where(mask, v, x); eager PyTorch's index_put_ overwrites in x's memory only "
+        "the elements the mask selects, a count the capture does not know (none to all), so each such node "
+        "is charged the least any count costs: its mask and value read, no element of x read or written, "
+        "no compute", ((MASKED_WRITES, (*before[MASKED_WRITES], *nodes)),))

@@ -1,0 +1,76 @@
+"""Assumption values that name graph nodes, and the memory a node's result shares.
+
+A frontend's assumption can list nodes whose counts it changes (:mod:`solar_io.metrics`):
+``uncharged_work`` (their compute is not charged) and ``masked_writes`` (``x[mask] = v`` through a mask
+whose values the file does not hold: charged the least any selection costs). The format checks
+that each listed name is a node of the graph; a builder that drops dead nodes keeps the lists to
+the nodes it has (:func:`with_listed_nodes`).
+
+>>> from solar_io.graph import Assumption, Graph
+>>> g = Graph((), (), (), assumptions=(Assumption("training", "attention", "d", ((UNCHARGED, ("a", "b")),)),))
+>>> sorted(listed_nodes(g, UNCHARGED))
+['a', 'b']
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .graph import Graph
+
+#: the assumption value naming the nodes whose compute is not charged (module docstring)
+UNCHARGED = "uncharged_work"
+#: the assumption value naming the masked in-place writes (module docstring)
+MASKED_WRITES = "masked_writes"
+#: the assumption values that name graph nodes (kept to the nodes a graph has: :func:`with_listed_nodes`)
+NODE_LISTS = (UNCHARGED, MASKED_WRITES)
+
+
+def listed_nodes(g: Graph, key: str) -> frozenset[str]:
+    """Names of the nodes ``g``'s assumptions list under the value ``key`` (one of :data:`NODE_LISTS`)."""
+    return frozenset(str(n) for a in g.assumptions for k, v in a.values if k == key
+                     for n in (v if isinstance(v, tuple) else (v,)))
+
+
+def uncharged_nodes(g: Graph) -> frozenset[str]:
+    """Names of the nodes ``g``'s assumptions list under ``uncharged_work``."""
+    return listed_nodes(g, UNCHARGED)
+
+
+def in_place_bases(g: Graph) -> dict[str, str]:
+    """Node name -> the tensor whose memory its result is, the rest of it kept: a scatter's ``init``, and a
+    ``masked_writes`` node's operand of the result's shape and dtype that is not its mask (``x`` of
+    ``where(mask, v, x)``; none for ``where(mask, v, 0)``, whose zeros are made). A later read of the result
+    beyond what was written reads that tensor's memory (:mod:`solar_io.views`, traffic residency).
+
+    >>> from solar_io.affine import parse_access
+    >>> from solar_io.graph import Assumption, Node, Tensor
+    >>> g = Graph((("N", 4),), (Tensor("m", ("N",), "bool", "input"), Tensor("x", ("N",), "fp32", "input"),
+    ...           Tensor("v", (), "fp32", "constant", value=1.0), Tensor("y", ("N",), "fp32", "output")),
+    ...           (Node("fill", "einsum", "aten.index_put", (parse_access("m[N]"), parse_access("v[]"),
+    ...                 parse_access("x[N]")), (parse_access("y[N]"),), space=("N",), map="where", reduce="none"),),
+    ...           assumptions=(Assumption("masked_fill", "s", "d", ((MASKED_WRITES, ("fill",)),)),))
+    >>> in_place_bases(g)
+    {'fill': 'x'}
+    """
+    masked = listed_nodes(g, MASKED_WRITES)
+    out: dict[str, str] = {}
+    for n in g.nodes:
+        if n.init is not None and n.outputs:
+            out[n.name] = n.init
+        elif n.name in masked and n.outputs:
+            o = g.tensor_map[n.outputs[0].tensor]
+            same = [a.tensor for a in n.inputs if g.tensor_map[a.tensor].dtype == o.dtype != "bool"
+                    and g.shape(a.tensor) == g.shape(o.name) and g.tensor_map[a.tensor].stored]
+            if same:
+                out[n.name] = same[0]
+    return out
+
+
+def with_listed_nodes(g: Graph) -> Graph:
+    """``g`` with its assumptions' node lists (:data:`NODE_LISTS`) kept to the nodes it has (a builder
+    drops dead nodes after a frontend listed them); an assumption left with an empty list keeps it empty."""
+    names = g.node_map
+    fixed = tuple(replace(a, values=tuple((k, tuple(n for n in v if n in names)) if k in NODE_LISTS else (k, v)
+                                          for k, v in a.values)) for a in g.assumptions)
+    return g if fixed == g.assumptions else replace(g, assumptions=fixed)
