@@ -27,6 +27,10 @@ its axes (every published axis equal to the workload's value); where several pub
 match (workloads that differ only in their inputs) the smallest baseline and SOL are kept, the
 strictest test of a lower bound.
 
+``--tightest N`` (with ``--published``) captures, per problem, the N workloads whose published baseline is
+the smallest multiple of the published SOL (the runs nearest their speed of light: the strictest test of a
+lower bound on the machine time a full run has not got), instead of ``--sample``'s evenly spaced lines.
+
 ``--rows FILE`` writes every row (also the graph's MACs and fused boundary bytes) as JSON; with
 ``--only NAME ...`` only those problems are captured again and the others are taken from
 ``--reuse FILE`` (a rows file of an earlier run), so a fix is re-measured without the whole corpus.
@@ -100,9 +104,28 @@ def match_published(entries: list[dict], axes: dict[str, int]) -> tuple[float | 
     return (min(sols) if sols else None), (min(bases) if bases else None)
 
 
+def tightest_keys(problem: Path, entries: list[dict], n: int) -> list[str] | None:
+    """Keys of the ``n`` workloads of ``problem`` whose published baseline / published SOL is smallest
+    (:func:`match_published` by axes); None when the folder cannot be read or none has both figures."""
+    from solar_io.frontends.trace.definition import read_definition
+    from solar_io.frontends.trace.workload import Workload, read_workloads
+
+    try:
+        defn = read_definition(problem / "definition.json")
+        lines = [w for w in read_workloads(problem / "workload.jsonl", defn) if isinstance(w, Workload)]
+    except SolarIOError:
+        return None
+    ratios = []
+    for w in lines:
+        sol, base = match_published(entries, w.sizes)
+        if sol and base:
+            ratios.append((base / sol, w.index, w.key))
+    return [k for _, _, k in sorted(ratios)[:n]] or None
+
+
 def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_bound: str,
         published: Path | None = None, only: list[str] | None = None, reuse: Path | None = None,
-        rows_path: Path | None = None) -> dict:
+        rows_path: Path | None = None, tightest: int | None = None) -> dict:
     """Capture and bound the corpus; the rows and totals of the report."""
     from solar_io.metrics import graph_metrics
 
@@ -118,8 +141,9 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
             failures += [(r["subset"], category(r["error"]), r["error"]) for r in kept if not r["captured"]]
             continue
         t0 = time.perf_counter()
+        keys = tightest_keys(d, pub.get(str(rel), []), tightest) if tightest else None
         results = capture_problem(d, None, options={"validate": True}, problem=str(rel), keep_graphs=True,
-                                  sample=sample)
+                                  sample=None if keys else sample, keys=keys)
         meta = _metadata(metadata, d)
         for r in results:
             row = {"subset": subset, "problem": str(rel), "key": r.key, "captured": r.status == "captured",
@@ -213,10 +237,13 @@ def main() -> None:
     ap.add_argument("--rows", type=Path, default=None, help="write every row as JSON here")
     ap.add_argument("--only", nargs="*", default=None, help="capture only these problems (subset/name or name)")
     ap.add_argument("--reuse", type=Path, default=None, help="rows JSON of an earlier run, for the other problems")
+    ap.add_argument("--tightest", type=int, default=None,
+                    help="per problem, the N workloads nearest their published SOL (needs --published)")
     ap.add_argument("--cache-bound", default="ilp", choices=("ilp", "floor"))
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/sol_execbench.md"))
     a = ap.parse_args()
-    data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound, a.published, a.only, a.reuse, a.rows)
+    data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound, a.published, a.only, a.reuse, a.rows,
+               a.tightest)
     text = report(data, a.hw, " ".join(["python", *sys.argv]))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)

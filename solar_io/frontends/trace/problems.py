@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,10 +51,12 @@ def _locate(source: Path, workloads: Path | None) -> tuple[Path, Path]:
 
 def capture_problem(source: Path, outdir: Path | None, *, workloads: Path | None = None,
                     options: dict | None = None, allow_invalid: bool = False, problem: str | None = None,
-                    keep_graphs: bool = False, sample: int | None = None) -> list[WorkloadResult]:
+                    keep_graphs: bool = False, sample: int | None = None,
+                    keys: Collection[str] | None = None) -> list[WorkloadResult]:
     """Capture every workload of a definition file or problem folder; graphs go to ``outdir`` (None:
     not written). ``options``: validate, strict, seed, validate_budget. ``sample``: only this many
-    lines, evenly spaced from the first to the last (benchmarks on a small machine)."""
+    lines, evenly spaced from the first to the last (benchmarks on a small machine); ``keys``: only the
+    lines of these keys (:attr:`.workload.Workload.key`: uuid or index), before any ``sample``."""
     options = dict(options or {})
     label = problem or (source.name if source.is_dir() else source.parent.name)
     try:
@@ -64,6 +67,8 @@ def capture_problem(source: Path, outdir: Path | None, *, workloads: Path | None
             module = load_reference(defn)  # runs the reference's module body
     except SolarIOError as e:
         return [WorkloadResult(label, "-", error=str(e))]
+    if keys is not None:
+        lines = [x for x in lines if isinstance(x, Workload) and x.key in keys]
     if sample is not None and 0 < sample < len(lines):
         step = (len(lines) - 1) / max(sample - 1, 1)
         lines = [lines[round(i * step)] for i in range(sample)]
