@@ -9,6 +9,7 @@ we can lower; what still has no rule becomes an opaque node.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -84,31 +85,49 @@ class _Unbacked(Exception):
     """An export that succeeded with data-dependent (unbacked) sizes, e.g. a ``nonzero``."""
 
 
-class NumbersOnCpu(torch.overrides.TorchFunctionMode):
+@contextmanager
+def numbers_on_cpu() -> Iterator[None]:
     """``torch.tensor(x)`` of one Python number made on the CPU while the forward is traced on meta.
 
     Export lifts a tensor the forward creates from data as a constant of the program; on meta its
     value is lost (``torch.tensor(scale, device=x.device)``, ``torch.tensor(448.0)``), and the graph
     would compute with made-up numbers. A 0-d CPU tensor mixes with tensors of any device, so it is
-    kept on the CPU, and the program's constant holds the number."""
+    kept on the CPU, and the program's constant holds the number. The three factories
+    (``torch.tensor``, ``as_tensor``, ``scalar_tensor``) are replaced on the ``torch`` module for the
+    export, not intercepted with a ``TorchFunctionMode``: a mode sees every torch call of the forward,
+    which made the export of a Llama-3-8B 10-15% slower. A forward holding its own reference to a
+    factory (``from torch import tensor``) makes the number on meta; validation then says the
+    constant has no value (:func:`.check._same_constants`), never computes with a wrong one."""
+    saved = {name: getattr(torch, name) for name in _NUMBER_FACTORIES}
+    for name, factory in saved.items():
+        setattr(torch, name, _on_cpu(factory))
+    try:
+        yield
+    finally:
+        for name, factory in saved.items():
+            setattr(torch, name, factory)
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = dict(kwargs or {})
-        if func in _NUMBER_FACTORIES and args and isinstance(args[0], (bool, int, float)):
+
+def _on_cpu(factory: Any) -> Any:  # noqa: ANN401
+    @functools.wraps(factory)
+    def made(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        if args and isinstance(args[0], (bool, int, float)):
             device = kwargs.get("device")
             if device is None or torch.device(device).type == "meta":
                 kwargs["device"] = "cpu"
-        return func(*args, **kwargs)
+        return factory(*args, **kwargs)
+
+    return made
 
 
-_NUMBER_FACTORIES = frozenset({torch.tensor, torch.as_tensor, torch.scalar_tensor})
+_NUMBER_FACTORIES = ("tensor", "as_tensor", "scalar_tensor")
 
 
 def _export(model: Any, args: list[Any]) -> Any:
     with warnings.catch_warnings(), _quiet_torch_logs(), recurrent_shapes():
         warnings.simplefilter("ignore")
         try:
-            with torch.device("meta"), NumbersOnCpu():  # tensors the forward creates live on meta too
+            with torch.device("meta"), numbers_on_cpu():  # tensors the forward creates live on meta too
                 return torch.export.export(model, tuple(args), strict=False)
         except Exception as e:  # a CPU number the forward then mixed with meta tensors (stacked, expanded)
             if "device" not in str(e):

@@ -1,7 +1,7 @@
 """Numbers a program is traced with (issue 17: SOL-ExecBench's NVFP4 problems failed validation).
 
 - ``torch.tensor(number, device=x.device)`` inside a forward traced on meta: the program's lifted
-  constant keeps the number (``capture.NumbersOnCpu``); before, it was a meta tensor with no value and
+  constant keeps the number (``capture.numbers_on_cpu``); before, it was a meta tensor with no value and
   validation took the value of a constant of the same name from a CPU export that had taken another
   path (another count of constants), so the graph computed with the wrong number;
 - Python numbers ``get_inputs()`` makes from random data (a global decode scale ``w.amax().item()``):

@@ -26,6 +26,8 @@ from solar_io import dumps, loads, validate  # noqa: E402
 from solar_io.affine import Indirect  # noqa: E402
 from solar_io.backends.roofline import bound  # noqa: E402
 from solar_io.backends.traffic.kernels import kernels  # noqa: E402
+from solar_io.format.encode import encode  # noqa: E402
+from solar_io.format.yamltext import parse  # noqa: E402
 from solar_io.frontends.torch.bytecount import program_bytes, touched_bytes, union_bytes  # noqa: E402
 from solar_io.frontends.torch.capture import Capture, capture_source  # noqa: E402
 from solar_io.frontends.torch.loader import load_source  # noqa: E402
@@ -63,6 +65,7 @@ def test_capture_validates_and_roundtrips(path: Path) -> None:
     assert g.validation.status == "passed", g.validation.reason
     assert not [i for i in validate(g) if i.severity == "error"]
     assert loads(dumps(g)) == g
+    assert parse(dumps(g)) == encode(g)  # the document checked_dumps checks is the text's
     assert g.producer.frontend == "torch" and g.producer.source == path.name
     assert len(g.producer.source_sha256 or "") == 64
     opaque = {n.op for n in g.nodes if n.kind == "opaque"}
