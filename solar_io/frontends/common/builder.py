@@ -42,14 +42,22 @@ def family(rank: str) -> str:
 
 def expr(text: str | int) -> AffineExpr:
     """An affine index expression from text (``"2*P + R - 1"``) or an integer constant."""
-    e = parse_expr(str(text))
-    assert isinstance(e, AffineExpr), text
-    return e
+    got = _EXPRS.get(text)
+    if got is None:
+        got = parse_expr(str(text))
+        assert isinstance(got, AffineExpr), text
+        if len(_EXPRS) < _MAX_EXPRS:  # a builder meets the same rank names again and again
+            _EXPRS[text] = got
+    return got
+
+
+_EXPRS: dict[str | int, AffineExpr] = {}  # parsed expressions (immutable), by their text
+_MAX_EXPRS = 1 << 16
 
 
 def access(tensor: str, index: Iterable[str | int | AffineExpr]) -> Access:
     """``tensor[index...]``; items are rank names, expression text, integers or AffineExprs."""
-    return Access(tensor, tuple(i if isinstance(i, AffineExpr) else expr(i) for i in index))
+    return Access(tensor, tuple(i if type(i) is AffineExpr else expr(i) for i in index))
 
 
 @dataclass

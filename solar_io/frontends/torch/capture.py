@@ -24,6 +24,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from ... import __version__
+from ..._gc import gc_paused
 from ...graph import Graph, Producer, Validation
 from ...metrics import with_index_assumptions
 from ...node_lists import with_listed_nodes
@@ -229,14 +230,9 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     if strict and lowered.opaque:
         node, op, reason = lowered.opaque[0]
         raise NoRuleError(f"{source.name}: op {op} (node {node}): {reason} (--strict)")
-    producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
+    with gc_paused():  # acyclic objects built in bulk, as in the lowering
+        graph = _built(source, lowered, plan)
     b = lowered.builder
-    graph = in_place(b.build(lowered.outputs, name=Path(source.name).stem, producer=producer), lowered,
-                     b.output_names)
-    found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
-    if found:
-        graph = replace(graph, assumptions=graph.assumptions + found)
-    graph = with_index_assumptions(with_listed_nodes(graph))  # index values the file does not hold
     outputs = b.output_names
     cap = Capture(source, ep, lowered, graph, outputs, plan)
     if not validate:
@@ -248,6 +244,17 @@ def capture_source(source: Source, *, validate: bool = True, strict: bool = Fals
     cap.graph = _with_validation(graph, record)
     return cap
 
+
+def _built(source: Source, lowered: Lowered, plan: Plan | None) -> Graph:
+    """The graph of ``lowered`` with its assumptions (:func:`capture_source`)."""
+    producer = Producer("solar-io", __version__, "torch", torch.__version__, source.name, source.sha256)
+    b = lowered.builder
+    graph = in_place(b.build(lowered.outputs, name=Path(source.name).stem, producer=producer), lowered,
+                     b.output_names)
+    found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
+    if found:
+        graph = replace(graph, assumptions=graph.assumptions + found)
+    return with_index_assumptions(with_listed_nodes(graph))  # index values the file does not hold
 
 def in_place(g: Graph, lowered: Lowered, final: list[str]) -> Graph:
     """``g`` with each output that is a mutated input returned (``lowered.updates``) marked as that

@@ -24,6 +24,7 @@ P + 1 + i keys, 64 * 193 + 64 * 63 / 2 = 14368 of 64 * 256 = 16384 positions (0.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -58,7 +59,7 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
     kv_lead = lead[:-2] + [lead[-2]] if grouped else lead
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(qs[-1])
     sc_ranks = lead + [S, Tn]
-    before = set(ctx.b.tensors)
+    start = len(ctx.b.tensors)  # the builder only adds tensors: those of this attention follow
     scores = ctx.tensor(sc_ranks, out_dtype, "scores")
     attrs = {"causal": bool(a.is_causal)}
     if a.dropout_p:
@@ -100,10 +101,10 @@ def sdpa(ctx: LowerCtx, a: Args) -> T:
         kept = max(fact.kept, 1) / fact.total
     if kept is not None:  # the (S, T) tensors of this attention; a mask's ranks may name T apart from Tn
         n, m, sizes = ctx.b.sizes[S], ctx.b.sizes[Tn], ctx.b.sizes
-        for name, info in ctx.b.tensors.items():
+        made = [info for _, info in itertools.islice(ctx.b.tensors.items(), start, None)]
+        for info in made + [ctx.b.tensors[name] for name in own]:
             r = info.ranks
-            if (name not in before or name in own) and r and len(r) >= 2 and r[-1] not in (E, Ev) \
-                    and sizes[r[-1]] == m and sizes[r[-2]] == n:
+            if r and len(r) >= 2 and r[-1] not in (E, Ev) and sizes[r[-1]] == m and sizes[r[-2]] == n:
                 info.density = kept
     out_ranks = lead + [S, Ev]
     o = ctx.tensor(out_ranks, out_dtype, "grouped" if grouped else None)
