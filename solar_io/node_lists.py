@@ -1,4 +1,5 @@
-"""Assumption values that name graph nodes, and the memory a node's result shares.
+"""Assumption values the counts and bounds read: lists of graph nodes, the memory a node's result
+shares, and the precision a file admits for its fp32 contractions (:func:`fp32_at_half`).
 
 A frontend's assumption can list nodes whose counts it changes (:mod:`solar_io.metrics`):
 ``uncharged_work`` (their compute is not charged) and ``masked_writes`` (``x[mask] = v`` through a mask
@@ -74,3 +75,15 @@ def with_listed_nodes(g: Graph) -> Graph:
     fixed = tuple(replace(a, values=tuple((k, tuple(n for n in v if n in names)) if k in NODE_LISTS else (k, v)
                                           for k, v in a.values)) for a in g.assumptions)
     return g if fixed == g.assumptions else replace(g, assumptions=fixed)
+
+
+#: the assumption kind, and its value, by which a file says its fp32 contractions may run on 16-bit tensor cores
+HALF_ASSUMPTION, HALF_VALUE = "precision", ("fp32_matrix", "bf16/fp16")
+
+
+def fp32_at_half(g: Graph) -> bool:
+    """Whether ``g`` says its fp32 contractions may run at 16-bit peaks (a ``precision`` assumption with
+    ``fp32_matrix: bf16/fp16``): ``bound`` then prices them at the fastest of the fp32, tf32, bf16 and fp16
+    matrix peaks (``--strict-fp32``: fp32 only). The trace frontend writes it (a benchmark definition
+    admits solutions within its tolerances: ``frontends/trace/capture.py``)."""
+    return any(a.kind == HALF_ASSUMPTION and HALF_VALUE in a.values for a in g.assumptions)

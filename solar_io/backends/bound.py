@@ -35,6 +35,7 @@ from solar_io.metrics import in_place_outputs
 from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 from ..format.files import load
+from ..node_lists import fp32_at_half
 from .result import Fidelity, NodeBound, Options, Report
 from .roofline.bounds import UNFUSED_NOTE, fused_fidelity, node_facts, price_nodes, resources, totals, unfused_fidelity
 from .roofline.clock import at_clock
@@ -155,7 +156,6 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
     if allow_tf32 and strict_fp32:
         raise BoundError("give --allow-tf32 (the default) or --strict-fp32, not both")
     tf32 = not strict_fp32 if allow_tf32 is None else allow_tf32
-    policy = Policy(tf32, not strict_dequant)
     measured_s = _seconds(measured, "--measured")
     latency, rate = target_seconds(target_latency, target_rate)
     override = parse_compute_dtype(compute_dtype)
@@ -176,6 +176,7 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
         g = cast_graph(g, dtype)
     cast = None if dtype is None else cast_graph_name(dtype)
     cap_bytes = parse_bytes(capacity)
+    policy = Policy(tf32, not strict_dequant, tf32 and fp32_at_half(g))
     with gc_paused():
         gt = traffic_of(g)  # chip-independent: built once per graph object, reused by every chip and call
         pplan = gt.memo(("precision", policy), lambda: analyse(g, gt.metrics, policy))
@@ -183,7 +184,7 @@ def bound_many(graph: Graph | str | os.PathLike[str], hws: Sequence[HardwareSpec
         return [_report(gt, spec, clock_note, Options(allow_tf32=tf32, dtype=cast,
                                                       compute_dtype=tuple(sorted(override.items())),
                                                       strict_dequant=strict_dequant, clock_hz=clock_hz),
-                        PeakModel(spec, tf32, override), pplan, groups, ktraffic, measured=measured_s,
+                        PeakModel(spec, tf32, override, policy.half), pplan, groups, ktraffic, measured=measured_s,
                         capacity=cap_bytes, residency=residency, cache_aware=cache_aware, cache_bound=cache_bound,
                         latency=latency, rate=rate, launch=launch_s)
                 for (spec, clock_note), clock_hz in zip(clocked, clocks, strict=True)]

@@ -70,7 +70,7 @@ class Priced:
     nodes: tuple[NodeBound, ...]
     notes: tuple[str, ...]
     unpriced: tuple[tuple[str, str], ...]
-    repriced: tuple[tuple[int, str, bool], ...]  # (node index, compute class, fp32 matrix work at tf32)
+    repriced: tuple[tuple[int, str, str], ...]  # (node index, compute class, the fp32 rule that priced it or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
     nodes: list[NodeBound] = []
     notes: dict[str, None] = {}
     unpriced: list[tuple[str, str]] = []
-    repriced: list[tuple[int, str, bool]] = []
+    repriced: list[tuple[int, str, str]] = []
     matrix_peaks = {dt: p.value for dt, p in model.spec.units.get("matrix", {}).items()}
     for idx, (f, dbytes) in enumerate(zip(facts, dram, strict=True)):
         mem = dbytes / bw
@@ -138,7 +138,7 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
         plan = model.plan(pplan.operands_on(idx, matrix_peaks) or f.dtypes)
         rule = _rule(plan, work[MATRIX], pplan, idx)
         if rule:
-            repriced.append((idx, plan.compute_dtype, "fp32->tf32" in rule))
+            repriced.append((idx, plan.compute_dtype, next((r for r in rule.split("; ") if r in FP32_RULES), "")))
         frac = f.frac
         loads: dict[str, Load] = {}
         missing: list[str] = []
@@ -186,9 +186,13 @@ def _rule(plan: Plan, matrix_work: float, pplan: PrecisionPlan, idx: int) -> str
         rules.append("dequant " + "/".join(sorted({d.origin for d in ds})))
     route = plan.routes[MATRIX]
     fp32 = "fp32" in plan.compute_dtype.split("/")
-    if matrix_work > 0 and isinstance(route, Route) and route.dtype == "tf32" and fp32:
-        rules.append("fp32->tf32")
+    if matrix_work > 0 and isinstance(route, Route) and fp32 and f"fp32->{route.dtype}" in FP32_RULES:
+        rules.append(f"fp32->{route.dtype}")
     return "; ".join(rules) or None
+
+
+#: the rules that price fp32 matrix work at a faster matrix class (:mod:`.precision`)
+FP32_RULES = ("fp32->tf32", "fp32->bf16", "fp32->fp16")
 
 
 def _sum(xs: Iterable[float]) -> float:

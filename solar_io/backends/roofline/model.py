@@ -168,9 +168,10 @@ class PeakModel:
     """Routes the work of a compute dtype to the peaks of one chip (see the module docstring)."""
 
     def __init__(self, spec: HardwareSpec, allow_tf32: bool = True,
-                 compute_dtype: Mapping[str, str] | None = None) -> None:
+                 compute_dtype: Mapping[str, str] | None = None, half_fp32: bool = False) -> None:
         self.spec = spec
         self.allow_tf32 = allow_tf32
+        self.half_fp32 = half_fp32 and allow_tf32  # fp32 matrix work at bf16/fp16 peaks too (precision.fp32_at_half)
         self.override = dict(compute_dtype or {})
         self._listed = {dt for peaks in spec.units.values() for dt in peaks}
         self._plans: dict[tuple[str, ...], Plan] = {}
@@ -243,7 +244,8 @@ class PeakModel:
         elif vector is not None and vector.dtype != c_eff:
             notes.append((VECTOR, f"{c} vector work runs at the {vector.key} peak (the fastest listed that holds "
                                   f"{c} values)"))
-        matrix_dtypes = [c_eff] + (["tf32"] if c_eff == "fp32" and self.allow_tf32 else [])
+        matrix_dtypes = [c_eff] + (["tf32"] if c_eff == "fp32" and self.allow_tf32 else []) + \
+            (["bf16", "fp16"] if c_eff == "fp32" and self.half_fp32 else [])
         matrix_or: Route | str | None = self._best("matrix", matrix_dtypes)
         if matrix_or is None:
             matrix_or = vector_or
@@ -253,6 +255,9 @@ class PeakModel:
         elif c_eff == "fp32" and matrix_or.dtype == "tf32":
             notes.append((MATRIX, "fp32 matrix work runs at the tf32 matrix peak (precision policy fp32->tf32; "
                                   "--strict-fp32 prices it at fp32 peaks)"))
+        elif c_eff == "fp32" and matrix_or.dtype in ("bf16", "fp16"):
+            notes.append((MATRIX, f"fp32 matrix work runs at the {matrix_or.dtype} matrix peak (the file's precision "
+                                  "assumption: 16-bit tensor cores; --strict-fp32 prices it at fp32 peaks)"))
         special: Route | str | None = self._best("special", HOLDS[c_eff])
         if special is None:
             special = vector_or

@@ -102,11 +102,15 @@ class Policy:
 
     tf32: bool = True
     dequant: bool = True
+    half: bool = False  # fp32 matrix work at 16-bit peaks too: the file's assumption (node_lists.fp32_at_half)
 
     def describe(self) -> str:
         """One line: which rules are on."""
         tf = ("fp32->tf32 on (fp32 matrix work at the faster of the fp32 and tf32 matrix peaks; --strict-fp32 "
               "turns it off)" if self.tf32 else "fp32->tf32 off (--strict-fp32: fp32 matrix work at fp32 peaks)")
+        if self.half:
+            tf = ("fp32->tf32/bf16 on (fp32 matrix work at the fastest of the fp32, tf32, bf16 and fp16 matrix "
+                  "peaks: the file's precision assumption; --strict-fp32 turns it off)")
         dq = ("dequant on (operands dequantised from fp8/fp6/fp4/int8/int4 or widened from bf16/fp16, by a cast or "
               "by a lookup in a table of "
               f"at most {LUT_MAX} entries, at their origin's peak or the fastest the chip lists that holds its values, "
@@ -193,6 +197,7 @@ class PrecisionRecord:
     tf32: bool
     dequant: bool
     repriced: tuple[Repriced, ...] = ()
+    half: bool = False
 
 
 def analyse(g: Graph, gm: GraphMetrics, policy: Policy) -> PrecisionPlan:
@@ -228,13 +233,12 @@ def analyse(g: Graph, gm: GraphMetrics, policy: Policy) -> PrecisionPlan:
     return PrecisionPlan(policy, operand_dtypes, dequants, absorbed, dequantised)
 
 
-def record(g: Graph, plan: PrecisionPlan, classes: Sequence[tuple[int, str, bool]]) -> PrecisionRecord:
-    """The report's record: ``classes`` gives per priced contraction (node index, compute class, whether
-    its fp32 matrix work ran at the tf32 peak)."""
+def record(g: Graph, plan: PrecisionPlan, classes: Sequence[tuple[int, str, str]]) -> PrecisionRecord:
+    """The report's record: ``classes`` gives per priced contraction (node index, compute class, the rule
+    that priced its fp32 matrix work at a faster class, ``fp32->tf32`` or ``fp32->bf16``, or "")."""
     repriced: list[Repriced] = []
-    tf32 = [g.nodes[i].name for i, _, on_tf32 in classes if on_tf32]
-    if tf32:
-        repriced.append(Repriced("fp32->tf32", tuple(tf32)))
+    for fp32_rule in dict.fromkeys(r for _, _, r in classes if r):
+        repriced.append(Repriced(fp32_rule, tuple(g.nodes[i].name for i, _, r in classes if r == fp32_rule)))
     by_rule: dict[tuple[str, bool], tuple[list[str], list[str], list[str]]] = {}
     cls = {i: c for i, c, _ in classes}
     folded_into = set(plan.absorbed.values())
@@ -249,7 +253,7 @@ def record(g: Graph, plan: PrecisionPlan, classes: Sequence[tuple[int, str, bool
     for (rule, folded), (names, scales, tables) in by_rule.items():
         repriced.append(Repriced(rule, tuple(names), tuple(scales), folded, tuple(tables)))
     p = plan.policy
-    return PrecisionRecord(p.describe(), p.tf32, p.dequant, tuple(repriced))
+    return PrecisionRecord(p.describe(), p.tf32, p.dequant, tuple(repriced), p.half)
 
 
 __all__ = ["CLASS_DTYPE", "LOW_CLASSES", "LUT_MAX", "LUT_ORIGIN", "Dequant", "Policy", "PrecisionPlan",

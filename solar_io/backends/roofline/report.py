@@ -70,7 +70,7 @@ def _precision(r: Report) -> dict[str, Any] | None:
     p = r.precision
     if p is None:
         return None
-    return {"policy": p.policy, "fp32_tf32": p.tf32, "dequant": p.dequant,
+    return {"policy": p.policy, "fp32_tf32": p.tf32, "fp32_half": p.half, "dequant": p.dequant,
             "repriced": [{"rule": x.rule, "nodes": list(x.nodes), "scales": list(x.scales), "folded": x.folded,
                           "text": x.describe()} for x in p.repriced]}
 

@@ -33,6 +33,7 @@ from ..common.validation import skipped
 from .fake_rules import recurrent_shapes
 from .loader import Source, load_source
 from .lower import Lowered, lower, unruled
+from .math_attention import masked_regions
 from .registry import find_rule
 from .routing import Routing, parse_routing
 from .rulebook import load_rules
@@ -254,6 +255,7 @@ def _built(source: Source, lowered: Lowered, plan: Plan | None) -> Graph:
     found = (assumptions(plan) if plan is not None else ()) + tuple(lowered.assumptions)
     if found:
         graph = replace(graph, assumptions=graph.assumptions + found)
+    graph = masked_regions(graph, lowered.const_data)  # attention written as math with a known -inf mask
     return with_index_assumptions(with_listed_nodes(graph))  # index values the file does not hold
 
 def in_place(g: Graph, lowered: Lowered, final: list[str]) -> Graph:

@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
-from ...graph import Graph, Producer, SourceWorkload
+from ...graph import Assumption, Graph, Producer, SourceWorkload
+from ...metrics import graph_metrics
+from ...node_lists import HALF_ASSUMPTION, HALF_VALUE
 from ..common.errors import CaptureError
 from ..torch.capture import DEFAULT_BUDGET, capture_source
 from ..torch.loader import Source
@@ -105,4 +107,26 @@ def capture_workload(defn: Definition, wl: Workload, module: types.ModuleType, *
                             tuple((k, v) for k, v in wl.tolerance if v is not None))
     producer = Producer(p.tool, p.tool_version, p.frontend, p.frontend_version, Path(defn.file).name, defn.sha256,
                         record)
-    return replace(g, producer=producer, name=defn.name)
+    extra = (half_precision(),) if fp32_contractions(g) else ()
+    return replace(g, producer=producer, name=defn.name, assumptions=g.assumptions + extra)
+
+
+def half_precision() -> Assumption:
+    """The ``precision`` assumption of a benchmark definition's graph: its fp32 contractions may run on
+    16-bit tensor cores (``bound`` prices them at the fastest of the fp32, tf32, bf16 and fp16 matrix
+    peaks; ``--strict-fp32`` turns it off). The definitions are contracts a solution meets within
+    tolerances: SOL-ExecBench's published SOLs price fp32 work at bf16 rates (L2/019: 2.64 ms = its
+    4.78 TFLOP at the B200's bf16 peak at 1.5 GHz) and its measured B200 baselines run it faster than any
+    TF32 kernel could (L1/067 at 16,384 tokens: 3.09 ms, against 3.9 ms for its causal half at TF32)."""
+    return Assumption(HALF_ASSUMPTION, "fp32 contractions",
+                      "a benchmark definition admits solutions within its tolerances: its fp32 contractions are "
+                      "priced at 16-bit tensor-core peaks too (bf16/fp16, as the corpus's published SOLs price "
+                      "them and its optimized baselines run them); --strict-fp32 prices them at fp32 peaks",
+                      (HALF_VALUE,))
+
+
+def fp32_contractions(g: Graph) -> bool:
+    """Whether a contraction of ``g`` reads an fp32 tensor."""
+    tmap = g.tensor_map
+    return any(m.flops_matrix > 0 and any(tmap[a.tensor].dtype == "fp32" for a in n.inputs)
+               for n, m in zip(g.nodes, graph_metrics(g).nodes, strict=True))

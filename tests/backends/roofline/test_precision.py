@@ -318,3 +318,31 @@ def test_clock_scales_compute_peaks_not_bandwidth():
     assert "1.5 GHz" in locked.hardware_full_name
     with pytest.raises(BoundError, match="gives no clock"):
         bound(g, "h100-pcie", clock="1500MHz")
+
+
+# ----------------------------------------------------------------------------- a file that admits 16-bit fp32 work
+
+
+def test_a_file_admitting_16_bit_tensor_cores_prices_fp32_work_at_the_bf16_peak(tmp_path):
+    """The trace frontend's ``precision`` assumption (fp32_matrix: bf16/fp16): the flux FFN's fp32 matmuls
+    at the B200's bf16 matrix peak (twice its tf32 one), the report and both documents saying so;
+    ``--strict-fp32`` prices them at fp32 peaks as before, and a file without it keeps tf32."""
+    from dataclasses import replace
+
+    from solar_io.frontends.trace.capture import half_precision
+
+    g = replace(flux_ffn(), assumptions=(half_precision(),))
+    flops = 2 * 2 * M * D * F
+    r = bound(g, "b200", clock="1500MHz", cache_aware=False)
+    assert close(r.fused.time, flops / BF16) and close(BF16, 2 * TF32)
+    assert [n.precision for n in r.nodes] == ["fp32->bf16", None, "fp32->bf16"]
+    text = render([r])
+    assert "fp32->tf32/bf16 on" in text and "fp32->bf16: 2 nodes (fc1, fc2)" in text
+    doc = json.loads(to_json([r]))
+    SCHEMA.validate(doc)
+    assert doc["reports"][0]["precision"]["fp32_half"] is True
+    s = bound(g, "b200", clock="1500MHz", cache_aware=False, strict_fp32=True)
+    assert close(s.fused.time, flops / V32 + 4 * M * F / V32) and not s.precision.half
+    plain = bound(flux_ffn(), "b200", clock="1500MHz", cache_aware=False)
+    assert close(plain.fused.time, flops / TF32) and json.loads(to_json([plain]))["reports"][0]["precision"][
+        "fp32_half"] is False

@@ -197,6 +197,29 @@ def test_gemm_capture_cli_one_graph_per_workload_hand_counts(tmp_path):
     g2 = solar_io.load(out / "gemm_n64_k32.2.yaml")
     assert (g2.producer.workload.uuid, g2.producer.workload.index) == (None, 2)
     assert solar_io.graph_metrics(g2).macs == 8 * N * K
+    assert not [a for a in g.assumptions if a.kind == "precision"]  # fp16 operands: nothing to admit
+
+
+def test_a_definitions_fp32_contractions_may_run_on_16_bit_tensor_cores(tmp_path):
+    """The fp32 GEMM of a definition: the graph says its contraction may run at bf16/fp16 peaks (the corpus's
+    published SOLs price fp32 work so), and ``bound`` prices it there: 2 M N K FLOPs at the bf16 peak."""
+    from solar_io.hardware import load_spec
+    from solar_io.node_lists import fp32_at_half
+
+    doc = json.loads(json.dumps(GEMM))
+    for name in ("A", "B"):
+        doc["inputs"][name]["dtype"] = "float32"
+    doc["outputs"]["C"]["dtype"] = "float32"
+    line = {"uuid": "w0", "axes": {"M": 16}, "inputs": {"alpha": {"type": "scalar", "value": 0.5}}}
+    d = _problem(tmp_path, doc, [line])
+    out = tmp_path / "graphs"
+    r = run_main("capture", str(d), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    g = solar_io.load(out / "gemm_n64_k32.w0.yaml")
+    assert fp32_at_half(g)
+    (mm,) = [n for n in solar_io.bound(g, "h100-sxm").nodes if n.macs]
+    assert mm.precision == "fp32->bf16"
+    assert abs(mm.matrix_time - 2 * 16 * 64 * 32 / load_spec("h100-sxm").peak("matrix", "bf16")) < 1e-18
 
 
 PAGED = {

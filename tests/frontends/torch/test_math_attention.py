@@ -1,0 +1,88 @@
+"""Attention written as math with a known -inf mask (frontends/torch/math_attention.py): its score
+tensors at the fraction the mask keeps, as the sdpa rule prices ``is_causal``.
+
+Hand counts, B=1, H=2, S=T=8, E=4: q k^T and p v are 2 * 8 * 8 * 4 = 512 MACs each over the rectangle;
+``triu(full(-inf), 1)`` keeps the lower triangle with the diagonal, 36 of 64 positions, so a kernel
+skipping the masked blocks does 36/64 of each: 288 effectual MACs per contraction.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from solar_io import bound, graph_metrics  # noqa: E402
+from solar_io.frontends.torch.capture import capture_file  # noqa: E402
+
+HEAD = """
+import torch
+import torch.nn.functional as F
+
+class Model(torch.nn.Module):
+    def forward(self, q, k, v):
+        w = torch.matmul(q, k.transpose(2, 3)) * 0.5
+"""
+TAIL = """
+def get_inputs():
+    return [torch.randn(1, 2, 8, 4), torch.randn(1, 2, 8, 4), torch.randn(1, 2, 8, 4)]
+"""
+CAUSAL = HEAD + """
+        w = w + torch.triu(torch.full((8, 8), float("-inf")), diagonal=1)
+        p = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        return torch.matmul(p, v)
+""" + TAIL
+
+
+def _capture(tmp_path: Path, text: str):
+    p = tmp_path / "attn.py"
+    p.write_text(textwrap.dedent(text))
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    return g
+
+
+def _contractions(g):
+    return [n for n in g.nodes if n.kind == "einsum" and n.map == "mul" and n.reduce == "add"]
+
+
+def test_a_causal_math_attention_is_priced_at_the_triangle(tmp_path: Path):
+    g = _capture(tmp_path, CAUSAL)
+    qk, pv = _contractions(g)
+    tmap = g.tensor_map
+    assert tmap[qk.outputs[0].tensor].density == 36 / 64
+    p = [a.tensor for a in pv.inputs if tmap[a.tensor].density is not None]
+    assert [tmap[t].density for t in p] == [36 / 64]
+    rows = {n.name: n for n in bound(g, "h100-sxm").nodes}
+    assert graph_metrics(g).macs == 2 * 512
+    assert rows[qk.name].effectual_fraction == 36 / 64 and rows[pv.name].effectual_fraction == 36 / 64
+    (said,) = [a for a in g.assumptions if a.kind == "attention_mask"]
+    assert dict(said.values) == {"regions": 1, "kept_fraction": (36 / 64,)}
+
+
+GIVEN = """
+import torch
+import torch.nn.functional as F
+
+class Model(torch.nn.Module):
+    def forward(self, q, k, v, m):
+        w = torch.matmul(q, k.transpose(2, 3)) * 0.5 + m
+        return torch.matmul(F.softmax(w, dim=-1), v)
+
+def get_inputs():
+    x = torch.randn(1, 2, 8, 4)
+    return [x, x, x, torch.zeros(8, 8).masked_fill(torch.ones(8, 8).triu(1).bool(), float("-inf"))]
+"""
+
+
+def test_a_mask_of_unknown_values_or_a_returned_probability_changes_nothing(tmp_path: Path):
+    """A mask given as an input (its values are the caller's) and a probability tensor the program
+    returns (a reader of the masked positions) keep every score tensor dense."""
+    returned = CAUSAL.replace("return torch.matmul(p, v)", "return torch.matmul(p, v), p")
+    for text in (GIVEN, returned):
+        g = _capture(tmp_path, text)
+        assert all(t.density is None for t in g.tensors)
+        assert not [a for a in g.assumptions if a.kind == "attention_mask"]
