@@ -2,7 +2,8 @@
 
 A lower bound must hold for the program as its framework runs it by default and under its common
 fast settings, so by default a contraction is priced at the fastest precision a framework uses
-for it unasked. Two rules, each on by default and each switched off by its strict option:
+for it unasked. Two rules, each on by default and each switched off by its strict option, and a
+third that a file turns on:
 
 ``fp32->tf32`` (``strict_fp32=False``, ``--strict-fp32`` turns it off)
     fp32 matrix work runs at the larger of the chip's fp32 and tf32 matrix peaks. PyTorch runs
@@ -10,6 +11,14 @@ for it unasked. Two rules, each on by default and each switched off by its stric
     (``torch.backends.cudnn.allow_tf32 = True``) and harnesses commonly enable it for matmul
     (``torch.backends.cuda.matmul.allow_tf32``, ``torch.set_float32_matmul_precision('high')``;
     JAX's default matmul precision on GPUs is TF32 as well). Applied in :class:`.model.PeakModel`.
+
+``fp32->bf16`` (only for a file that admits it, ``--strict-fp32`` turns it off)
+    A graph whose ``precision`` assumption says ``fp32_matrix: bf16/fp16``
+    (:func:`solar_io.node_lists.fp32_at_half`) has its fp32 matrix work priced at the fastest of the
+    fp32, tf32, bf16 and fp16 matrix peaks: no framework does that unasked, but a benchmark
+    definition admits any solution within its tolerances, and SOL-ExecBench's measured baselines run
+    fp32 problems on 16-bit tensor cores (the trace frontend writes the assumption,
+    ``frontends/trace/capture.py``).
 
 ``dequant`` (``strict_dequant=False``, ``--strict-dequant`` turns it off)
     An operand of a contraction produced by a *dequantisation chain* is priced at the peak of its
