@@ -166,8 +166,8 @@ class WhatIfModel:
     validation: str
 
 
-def _candidates(spec: HardwareSpec, allow_tf32: bool, classes: list[str], kind: int) -> list[Route]:
-    model = PeakModel(spec, allow_tf32)
+def _candidates(spec: HardwareSpec, allow_tf32: bool, classes: list[str], kind: int, half: bool = False) -> list[Route]:
+    model = PeakModel(spec, allow_tf32, half_fp32=half)
     routes = [model.plan((_REPRESENTATIVE[c],)).routes[kind] for c in classes]
     return [r for r in routes if isinstance(r, Route)]
 
@@ -181,6 +181,7 @@ def prepare(graph: Graph | str | Path, hw: HardwareSpec | str | Path, *, allow_t
     report = bound(g, spec, allow_tf32=allow_tf32, compute_dtype=compute_dtype, strict_fp32=strict_fp32,
                    strict_dequant=strict_dequant)
     allow_tf32 = report.options.allow_tf32
+    half = report.precision is not None and report.precision.half  # the file's fp32->bf16 (node_lists.fp32_at_half)
     bw = report.dram_bandwidth
     rows: list[tuple[float, float, float, float]] = []
     variable = []
@@ -192,7 +193,7 @@ def prepare(graph: Graph | str | Path, hw: HardwareSpec | str | Path, *, allow_t
             works = (nb.flops_matrix, nb.flops_vector, nb.transcendental)
             for kind, w in enumerate(works):
                 if w > 0:
-                    routes = _candidates(spec, allow_tf32, classes, kind)
+                    routes = _candidates(spec, allow_tf32, classes, kind, half)
                     if routes:
                         terms.append(Term(w * nb.effectual_fraction, tuple((unit_of[r.unit], r.peak) for r in routes)))
         charged = nb.memory_time * bw  # the DRAM bytes the backend charges the node
