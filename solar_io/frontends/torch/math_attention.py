@@ -11,11 +11,12 @@ computes its score, exp or product with ``v``. The sdpa rule prices that by decl
 tensor at the kept fraction (tensor density, ``rules/attention.py``); :func:`masked_regions` does the
 same for the math path, on the built graph:
 
-- a *known mask* is the output of an elementwise ``where(c, a, b)`` whose condition ``c`` is a
-  generated bool table the capture holds (``tril``/``triu`` of a constant fill, ``masked_fill`` of such
-  a table) and whose values ``a``, ``b`` are immediates, one of them ``-inf``: it keeps the positions
-  where it is finite, each row at least one (else the softmax is undefined and nothing is changed);
-- a *region* is ``x = add(X, mask)`` over the score ranks ``[.., S, T]`` (the mask's two ranks), ``X``
+- a *known mask* has the values ``where(c, a, b)`` of a generated bool table ``c`` the capture holds
+  (``tril``/``triu`` of a constant fill, ``masked_fill`` of such a table) and two immediates, through
+  casts and logical ``not`` (:func:`two_valued`); a value of ``-inf`` or at most :data:`MASKED`
+  (``torch.finfo(t).min``) masks its position, each row keeping at least one (else nothing is changed);
+- a *region* is ``x = add(X, mask)``, ``where(cond, X, -inf)`` or ``where(cond, -inf, X)`` over the score
+  ranks ``[.., S, T]`` (the mask's two ranks), ``X``
   reached back from a contraction (``q k^T``) through elementwise nodes whose other inputs are
   immediates (the scale, casts), and every tensor ``x`` reaches over ``[.., S, T]`` up to the contractions
   that sum over ``T`` (``p v``), through elementwise nodes and the softmax's reductions over ``T``;
@@ -41,12 +42,17 @@ import numpy as np
 from ...affine import AffineExpr
 from ...graph import Assumption, Graph, Node
 
+#: a mask value at most this is masked: ``-inf``, or ``torch.finfo(t).min`` (exp underflows to exactly 0
+#: for any score within +-1e29 of the row's largest)
+MASKED = -1e30
+
 
 def keep_of(cond: np.ndarray, a: float, b: float) -> np.ndarray | None:
-    """Positions ``where(cond, a, b)`` is finite, when exactly one of ``a``, ``b`` is ``-inf``; else None."""
-    if a == -math.inf and math.isfinite(b):
+    """Positions ``where(cond, a, b)`` keeps (its value above :data:`MASKED`), when one of ``a``, ``b`` is
+    masked and the other kept; else None (every position kept, or none)."""
+    if a <= MASKED < b:
         return ~cond
-    if b == -math.inf and math.isfinite(a):
+    if b <= MASKED < a:
         return cond
     return None
 
@@ -65,29 +71,66 @@ def _contraction(n: Node) -> bool:
     return n.kind == "einsum" and n.map == "mul" and n.reduce == "add" and n.init is None
 
 
-def known_masks(g: Graph, const_data: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int]]:
-    """Mask tensor -> (positions kept, positions) of every known ``-inf`` mask of ``g`` (module docstring)."""
+def two_valued(g: Graph, const_data: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, float, float]]:
+    """Tensor -> ``(table, a, b)`` for each 2-d tensor of ``g`` whose values are ``where(table, a, b)``: a
+    generated bool table the capture holds and two immediates (``tril``/``triu`` of a fill, ``masked_fill``
+    of such a table on zeros), and its casts and logical ``not`` (``~mask``, ``.bool()``)."""
     tmap = g.tensor_map
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, tuple[np.ndarray, float, float]] = {}
     for n in g.nodes:
-        if n.kind != "einsum" or n.map != "where" or n.reduce != "none" or len(n.inputs) != 3:
+        if n.kind != "einsum" or n.reduce != "none" or _ranks(n.outputs[0]) is None:
             continue
-        c, a, b = (tmap[x.tensor] for x in n.inputs)
-        if not (c.generated and c.name in const_data and a.value is not None and b.value is not None):
+        o, ins = n.outputs[0], n.inputs
+        if any(_ranks(a) != _ranks(o) for a in ins if tmap[a.tensor].value is None):
             continue
-        if _ranks(n.inputs[0]) != _ranks(n.outputs[0]) or len(c.ranks) != 2:
-            continue
-        keep = keep_of(np.asarray(const_data[c.name], dtype=bool), float(a.value), float(b.value))
-        if keep is not None and keep.ndim == 2 and keep.any(axis=1).all():
-            out[n.outputs[0].tensor] = (int(keep.sum()), int(keep.size))
+        if n.map == "where" and len(ins) == 3:
+            c, a, b = (tmap[x.tensor] for x in ins)
+            if c.generated and c.name in const_data and len(c.ranks) == 2 and a.value is not None \
+                    and b.value is not None:
+                out[o.tensor] = (np.asarray(const_data[c.name], dtype=bool), float(a.value), float(b.value))
+        elif n.map in ("identity", "not") and len(ins) == 1 and ins[0].tensor in out:
+            table, a, b = out[ins[0].tensor]
+            if tmap[o.tensor].dtype == "bool" or n.map == "not":
+                a, b = float(bool(a)), float(bool(b))
+            if n.map == "not":
+                a, b = 1.0 - a, 1.0 - b
+            out[o.tensor] = (table, a, b)
     return out
+
+
+def _entry(n: Node, known: Mapping, tmap: Mapping) -> tuple[str, np.ndarray, tuple[str, ...]] | None:
+    """``(scores, keep, (S, T))`` when node ``n`` masks a score tensor with a known mask: ``scores + mask``,
+    ``where(cond, scores, v)`` or ``where(cond, v, scores)`` with ``v`` masked (module docstring)."""
+    if n.kind != "einsum" or n.reduce != "none" or _ranks(n.outputs[0]) is None:
+        return None
+    ins = n.inputs
+    if n.map == "add" and len(ins) == 2:
+        at = [i for i, a in enumerate(ins) if a.tensor in known]
+        if len(at) != 1:
+            return None
+        keep, st, scores = keep_of(*known[ins[at[0]].tensor]), _ranks(ins[at[0]]), ins[1 - at[0]].tensor
+    elif n.map == "where" and len(ins) == 3 and ins[0].tensor in known:
+        table, ca, cb = known[ins[0].tensor]
+        values = [tmap[a.tensor].value for a in ins[1:]]
+        if values[1] is not None and values[1] <= MASKED and values[0] is None:  # where(c, scores, -inf)
+            keep, scores = keep_of(table, 0.0 if ca else -math.inf, 0.0 if cb else -math.inf), ins[1].tensor
+        elif values[0] is not None and values[0] <= MASKED and values[1] is None:  # where(c, -inf, scores)
+            keep, scores = keep_of(table, -math.inf if ca else 0.0, -math.inf if cb else 0.0), ins[2].tensor
+        else:
+            return None
+        st = _ranks(ins[0])
+    else:
+        return None
+    if keep is None or st is None or len(st) != 2 or _ranks(n.outputs[0])[-2:] != st or not keep.any(axis=1).all():
+        return None
+    return scores, keep, st
 
 
 def masked_regions(g: Graph, const_data: Mapping[str, np.ndarray]) -> Graph:
     """``g`` with the score tensors of each masked math-path attention at the kept fraction (module
     docstring), and an ``attention_mask`` assumption when there is one."""
-    masks = known_masks(g, const_data)
-    if not masks:
+    known = two_valued(g, const_data)
+    if not known:
         return g
     tmap, producer, consumers = g.tensor_map, {}, {}
     for n in g.nodes:
@@ -99,37 +142,33 @@ def masked_regions(g: Graph, const_data: Mapping[str, np.ndarray]) -> Graph:
     dense: dict[str, float] = {}
     fractions: list[float] = []
     for n in g.nodes:
-        if n.kind != "einsum" or n.map != "add" or n.reduce != "none" or len(n.inputs) != 2:
+        entry = _entry(n, known, tmap)
+        if entry is None:
             continue
-        at = [i for i, a in enumerate(n.inputs) if a.tensor in masks]
-        if len(at) != 1:
-            continue
-        st = _ranks(n.inputs[at[0]])
-        out_ranks = _ranks(n.outputs[0])
-        if st is None or out_ranks is None or len(st) != 2 or out_ranks[-2:] != st:
-            continue
-        region = _region(n, n.inputs[1 - at[0]].tensor, st, tmap, producer, consumers, outputs)
+        scores, keep, st = entry
+        region = _region(n, scores, st, tmap, producer, consumers, outputs)
         if region is None or any(t in dense or tmap[t].density is not None for t in region):
             continue
-        kept, total = masks[n.inputs[at[0]].tensor]
-        dense.update((t, kept / total) for t in region)
-        fractions.append(kept / total)
+        fraction = int(keep.sum()) / keep.size
+        dense.update((t, fraction) for t in region)
+        fractions.append(fraction)
     if not dense:
         return g
     tensors = tuple(replace(t, density=dense[t.name]) if t.name in dense else t for t in g.tensors)
     said = Assumption("attention_mask", "math-path attention",
-                      f"{len(fractions)} attention(s) written as softmax(q k^T + mask) v with a -inf mask of known "
-                      "values (a triu/tril of -inf, a masked_fill of a generated table): a kernel that skips the "
-                      "masked blocks computes only the kept positions, so every score tensor is declared at the "
-                      "fraction kept (tensor density), each row keeping at least one key",
+                      f"{len(fractions)} attention(s) written as softmax(q k^T + mask) v with a mask of known "
+                      "values (a triu/tril of -inf or of torch.finfo's min, a masked_fill of a generated table): a "
+                      "kernel that skips the masked blocks computes only the kept positions, so every score tensor "
+                      "is declared at the fraction kept (tensor density), each row keeping at least one key",
                       (("regions", len(fractions)), ("kept_fraction", tuple(fractions))))
     return replace(g, tensors=tensors, assumptions=g.assumptions + (said,))
 
 
-def _region(add: Node, scores: str, st: tuple[str, ...], tmap: Mapping, producer: Mapping, consumers: Mapping,
+def _region(entry: Node, scores: str, st: tuple[str, ...], tmap: Mapping, producer: Mapping, consumers: Mapping,
             outputs: set[str]) -> list[str] | None:
-    """The tensors over the score ranks of the attention ``add`` masks (module docstring), or None."""
-    region = [add.outputs[0].tensor]
+    """The tensors over the score ranks of the attention whose mask ``entry`` applies (module docstring),
+    or None."""
+    region = [entry.outputs[0].tensor]
     cur = scores
     while True:  # back to the scores' contraction through elementwise nodes with immediates
         p = producer.get(cur)
@@ -142,7 +181,7 @@ def _region(add: Node, scores: str, st: tuple[str, ...], tmap: Mapping, producer
         if p.kind != "einsum" or p.reduce != "none" or any(tmap[t].value is None for t in others):
             return None
         cur = p.inputs[0].tensor
-    frontier, seen, ends = [add.outputs[0].tensor], set(region), 0
+    frontier, seen, ends = [entry.outputs[0].tensor], set(region), 0
     while frontier:  # forward to the contractions over T
         t = frontier.pop()
         if t in outputs:
@@ -167,4 +206,4 @@ def _region(add: Node, scores: str, st: tuple[str, ...], tmap: Mapping, producer
     return region if ends else None
 
 
-__all__ = ["keep_of", "known_masks", "masked_regions"]
+__all__ = ["MASKED", "keep_of", "masked_regions", "two_valued"]

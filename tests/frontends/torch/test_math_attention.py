@@ -86,3 +86,20 @@ def test_a_mask_of_unknown_values_or_a_returned_probability_changes_nothing(tmp_
         g = _capture(tmp_path, text)
         assert all(t.density is None for t in g.tensors)
         assert not [a for a in g.assumptions if a.kind == "attention_mask"]
+
+
+@pytest.mark.parametrize("masking", [
+    # masked_fill of the scores through ~tril(ones).bool(): where(cond, -inf, scores)
+    "w = w.masked_fill(~torch.tril(torch.ones(8, 8)).bool(), float('-inf'))",
+    # where(tril, scores, finfo.min): the Hugging Face spelling, a finite minimum whose exp underflows to 0
+    "w = torch.where(torch.tril(torch.ones(8, 8)).bool(), w, torch.finfo(torch.float32).min)",
+    # an additive mask of finfo.min above the diagonal
+    "w = w + torch.triu(torch.full((8, 8), torch.finfo(torch.float32).min), diagonal=1)",
+])
+def test_masked_fill_and_finfo_min_masks_keep_the_triangle(tmp_path: Path, masking: str):
+    text = CAUSAL.replace('w = w + torch.triu(torch.full((8, 8), float("-inf")), diagonal=1)', masking)
+    g = _capture(tmp_path, text)
+    qk, pv = _contractions(g)
+    assert g.tensor_map[qk.outputs[0].tensor].density == 36 / 64
+    rows = {n.name: n for n in bound(g, "h100-sxm").nodes}
+    assert rows[pv.name].effectual_fraction == 36 / 64
