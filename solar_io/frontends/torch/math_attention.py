@@ -13,8 +13,9 @@ same for the math path, on the built graph:
 
 - a *known mask* has the values ``where(c, a, b)`` of a generated bool table ``c`` the capture holds
   (``tril``/``triu`` of a constant fill, ``masked_fill`` of such a table) and two immediates, through
-  casts and logical ``not`` (:func:`two_valued`); a value of ``-inf`` or at most :data:`MASKED`
-  (``torch.finfo(t).min``) masks its position, each row keeping at least one (else nothing is changed);
+  casts and logical ``not`` (:func:`two_valued`); a value of ``-inf`` or ``torch.finfo(t).min``
+  (:data:`MASKED`, as the sdpa rule counts) masks its position, each row keeping at least one (else
+  nothing is changed);
 - a *region* is ``x = add(X, mask)``, ``where(cond, X, -inf)`` or ``where(cond, -inf, X)`` over the score
   ranks ``[.., S, T]`` (the mask's two ranks), ``X``
   reached back from a contraction (``q k^T``) through elementwise nodes whose other inputs are
@@ -42,17 +43,18 @@ import numpy as np
 from ...affine import AffineExpr
 from ...graph import Assumption, Graph, Node
 
-#: a mask value at most this is masked: ``-inf``, or ``torch.finfo(t).min`` (exp underflows to exactly 0
-#: for any score within +-1e29 of the row's largest)
-MASKED = -1e30
+#: per float dtype, the largest mask value that masks its position: ``torch.finfo(t).min`` (Hugging Face's
+#: fill; ``-inf`` too), as the sdpa rule counts masks (``rules/masks.py``): the softmax gives it exactly 0
+MASKED = {"fp64": float(np.finfo(np.float64).min), "fp32": float(np.finfo(np.float32).min),
+          "bf16": -3.3895313892515355e38, "fp16": float(np.finfo(np.float16).min)}
 
 
-def keep_of(cond: np.ndarray, a: float, b: float) -> np.ndarray | None:
-    """Positions ``where(cond, a, b)`` keeps (its value above :data:`MASKED`), when one of ``a``, ``b`` is
-    masked and the other kept; else None (every position kept, or none)."""
-    if a <= MASKED < b:
+def keep_of(cond: np.ndarray, a: float, b: float, floor: float = -math.inf) -> np.ndarray | None:
+    """Positions ``where(cond, a, b)`` keeps (its value above ``floor``, a dtype's :data:`MASKED`), when one of
+    ``a``, ``b`` is masked and the other kept; else None (every position kept, or none)."""
+    if a <= floor < b:
         return ~cond
-    if b <= MASKED < a:
+    if b <= floor < a:
         return cond
     return None
 
@@ -71,12 +73,13 @@ def _contraction(n: Node) -> bool:
     return n.kind == "einsum" and n.map == "mul" and n.reduce == "add" and n.init is None
 
 
-def two_valued(g: Graph, const_data: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, float, float]]:
-    """Tensor -> ``(table, a, b)`` for each 2-d tensor of ``g`` whose values are ``where(table, a, b)``: a
+def two_valued(g: Graph, const_data: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, float, float, float]]:
+    """Tensor -> ``(table, a, b, floor)`` for each 2-d tensor of ``g`` whose values are ``where(table, a, b)``
+    (``floor``: its dtype's :data:`MASKED`, ``-inf`` for a bool): a
     generated bool table the capture holds and two immediates (``tril``/``triu`` of a fill, ``masked_fill``
     of such a table on zeros), and its casts and logical ``not`` (``~mask``, ``.bool()``)."""
     tmap = g.tensor_map
-    out: dict[str, tuple[np.ndarray, float, float]] = {}
+    out: dict[str, tuple[np.ndarray, float, float, float]] = {}
     for n in g.nodes:
         if n.kind != "einsum" or n.reduce != "none" or _ranks(n.outputs[0]) is None:
             continue
@@ -87,14 +90,15 @@ def two_valued(g: Graph, const_data: Mapping[str, np.ndarray]) -> dict[str, tupl
             c, a, b = (tmap[x.tensor] for x in ins)
             if c.generated and c.name in const_data and len(c.ranks) == 2 and a.value is not None \
                     and b.value is not None:
-                out[o.tensor] = (np.asarray(const_data[c.name], dtype=bool), float(a.value), float(b.value))
+                out[o.tensor] = (np.asarray(const_data[c.name], dtype=bool), float(a.value), float(b.value),
+                                 MASKED.get(tmap[o.tensor].dtype, -math.inf))
         elif n.map in ("identity", "not") and len(ins) == 1 and ins[0].tensor in out:
-            table, a, b = out[ins[0].tensor]
+            table, a, b, floor = out[ins[0].tensor]
             if tmap[o.tensor].dtype == "bool" or n.map == "not":
                 a, b = float(bool(a)), float(bool(b))
             if n.map == "not":
                 a, b = 1.0 - a, 1.0 - b
-            out[o.tensor] = (table, a, b)
+            out[o.tensor] = (table, a, b, max(floor, MASKED.get(tmap[o.tensor].dtype, -math.inf)))
     return out
 
 
@@ -110,11 +114,12 @@ def _entry(n: Node, known: Mapping, tmap: Mapping) -> tuple[str, np.ndarray, tup
             return None
         keep, st, scores = keep_of(*known[ins[at[0]].tensor]), _ranks(ins[at[0]]), ins[1 - at[0]].tensor
     elif n.map == "where" and len(ins) == 3 and ins[0].tensor in known:
-        table, ca, cb = known[ins[0].tensor]
+        table, ca, cb, _ = known[ins[0].tensor]
         values = [tmap[a.tensor].value for a in ins[1:]]
-        if values[1] is not None and values[1] <= MASKED and values[0] is None:  # where(c, scores, -inf)
+        floor = MASKED.get(tmap[n.outputs[0].tensor].dtype, -math.inf)
+        if values[1] is not None and values[1] <= floor and values[0] is None:  # where(c, scores, -inf)
             keep, scores = keep_of(table, 0.0 if ca else -math.inf, 0.0 if cb else -math.inf), ins[1].tensor
-        elif values[0] is not None and values[0] <= MASKED and values[1] is None:  # where(c, -inf, scores)
+        elif values[0] is not None and values[0] <= floor and values[1] is None:  # where(c, -inf, scores)
             keep, scores = keep_of(table, -math.inf if ca else 0.0, -math.inf if cb else 0.0), ins[2].tensor
         else:
             return None

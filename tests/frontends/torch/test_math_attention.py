@@ -103,3 +103,11 @@ def test_masked_fill_and_finfo_min_masks_keep_the_triangle(tmp_path: Path, maski
     assert g.tensor_map[qk.outputs[0].tensor].density == 36 / 64
     rows = {n.name: n for n in bound(g, "h100-sxm").nodes}
     assert rows[pv.name].effectual_fraction == 36 / 64
+
+
+def test_a_fill_above_the_dtypes_minimum_is_no_mask(tmp_path: Path):
+    """-1e30 is not fp32's minimum: counted as kept, as the sdpa rule counts masks (every position dense)."""
+    text = CAUSAL.replace('float("-inf")), diagonal=1)', '-1e30), diagonal=1)')
+    g = _capture(tmp_path, text)
+    assert all(t.density is None for t in g.tensors)
+
