@@ -63,6 +63,9 @@ UNFUSED_NOTE = ("each node is a kernel: sum over nodes of max(compute, DRAM byte
                 "on-chip memory keeps data between kernels")
 
 
+#: the rules that price fp32 matrix work at a faster matrix class (:mod:`.precision`)
+FP32_RULES = ("fp32->tf32", "fp32->bf16", "fp32->fp16")
+
 @dataclass(frozen=True, slots=True)
 class Priced:
     """The per-node rows of one graph on one chip and what pricing them noted."""
@@ -190,9 +193,6 @@ def _rule(plan: Plan, matrix_work: float, pplan: PrecisionPlan, idx: int) -> str
         rules.append(f"fp32->{route.dtype}")
     return "; ".join(rules) or None
 
-
-#: the rules that price fp32 matrix work at a faster matrix class (:mod:`.precision`)
-FP32_RULES = ("fp32->tf32", "fp32->bf16", "fp32->fp16")
 
 
 def _sum(xs: Iterable[float]) -> float:

@@ -42,16 +42,17 @@ def family(rank: str) -> str:
 
 def expr(text: str | int) -> AffineExpr:
     """An affine index expression from text (``"2*P + R - 1"``) or an integer constant."""
-    got = _EXPRS.get(text)
+    key = (type(text), text)  # True == 1 as a key, but "True" parses as a rank name
+    got = _EXPRS.get(key)
     if got is None:
         got = parse_expr(str(text))
         assert isinstance(got, AffineExpr), text
         if len(_EXPRS) < _MAX_EXPRS:  # a builder meets the same rank names again and again
-            _EXPRS[text] = got
+            _EXPRS[key] = got
     return got
 
 
-_EXPRS: dict[str | int, AffineExpr] = {}  # parsed expressions (immutable), by their text
+_EXPRS: dict[tuple[type, str | int], AffineExpr] = {}  # parsed expressions (immutable), by their text
 _MAX_EXPRS = 1 << 16
 
 

@@ -98,7 +98,7 @@ def two_valued(g: Graph, const_data: Mapping[str, np.ndarray]) -> dict[str, tupl
                 a, b = float(bool(a)), float(bool(b))
             if n.map == "not":
                 a, b = 1.0 - a, 1.0 - b
-            out[o.tensor] = (table, a, b, max(floor, MASKED.get(tmap[o.tensor].dtype, -math.inf)))
+            out[o.tensor] = (table, a, b, MASKED.get(tmap[o.tensor].dtype, floor))  # the cast's dtype decides
     return out
 
 

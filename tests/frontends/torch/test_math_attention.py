@@ -111,3 +111,12 @@ def test_a_fill_above_the_dtypes_minimum_is_no_mask(tmp_path: Path):
     g = _capture(tmp_path, text)
     assert all(t.density is None for t in g.tensors)
 
+
+
+def test_a_cast_mask_is_judged_in_the_dtype_it_is_added_in(tmp_path: Path):
+    """fp16's minimum (-65504) cast to fp32 is no longer its dtype's minimum: every position dense."""
+    text = CAUSAL.replace('torch.triu(torch.full((8, 8), float("-inf")), diagonal=1)',
+                          'torch.triu(torch.full((8, 8), torch.finfo(torch.float16).min, dtype=torch.float16), '
+                          'diagonal=1).float()')
+    g = _capture(tmp_path, text)
+    assert all(t.density is None for t in g.tensors)
