@@ -16,7 +16,7 @@ $(AF_STAMP): mk/accelforge.mk
 	  rm -rf $(AF_VENV) && \
 	  PYENV_VERSION=$${PYENV_VERSION:-3.12.1} $(PYTHON312) -m venv $(AF_VENV) && \
 	  $(AF_VENV)/bin/python -m pip install --quiet --upgrade pip && \
-	  $(AF_VENV)/bin/python -m pip install --quiet 'accelforge==$(ACCELFORGE_VERSION)' && \
+	  $(AF_VENV)/bin/python $(PIP_INSTALL) 'accelforge==$(ACCELFORGE_VERSION)' && \
 	  touch $(AF_STAMP); \
 	else \
 	  echo "$(PYTHON312) not found: AccelForge checks will be skipped (they need Python >= 3.12)"; \
