@@ -29,7 +29,10 @@ strictest test of a lower bound.
 
 ``--tightest N`` (with ``--published``) captures, per problem, the N workloads whose published baseline is
 the smallest multiple of the published SOL (the runs nearest their speed of light: the strictest test of a
-lower bound on the machine time a full run has not got), instead of ``--sample``'s evenly spaced lines.
+lower bound on the machine time a full run has not got), instead of ``--sample``'s evenly spaced lines;
+``--after K`` skips the K nearest first (``--tightest 1 --after 1``: the second nearest, a new sample
+beside an earlier ``--tightest 1`` run). ``--skip NAME ...`` leaves problems out (the command line
+the report quotes names them).
 
 ``--rows FILE`` writes every row (also the graph's MACs and fused boundary bytes) as JSON; with
 ``--only NAME ...`` only those problems are captured again and the others are taken from
@@ -104,9 +107,10 @@ def match_published(entries: list[dict], axes: dict[str, int]) -> tuple[float | 
     return (min(sols) if sols else None), (min(bases) if bases else None)
 
 
-def tightest_keys(problem: Path, entries: list[dict], n: int) -> list[str] | None:
+def tightest_keys(problem: Path, entries: list[dict], n: int, after: int = 0) -> list[str] | None:
     """Keys of the ``n`` workloads of ``problem`` whose published baseline / published SOL is smallest
-    (:func:`match_published` by axes); None when the folder cannot be read or none has both figures."""
+    (:func:`match_published` by axes), after the ``after`` smallest; None when the folder cannot be read
+    or none has both figures (or none is left after ``after``)."""
     from solar_io.frontends.trace.definition import read_definition
     from solar_io.frontends.trace.workload import Workload, read_workloads
 
@@ -120,12 +124,13 @@ def tightest_keys(problem: Path, entries: list[dict], n: int) -> list[str] | Non
         sol, base = match_published(entries, w.sizes)
         if sol and base:
             ratios.append((base / sol, w.index, w.key))
-    return [k for _, _, k in sorted(ratios)[:n]] or None
+    return [k for _, _, k in sorted(ratios)[after:after + n]] or None
 
 
 def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_bound: str,
         published: Path | None = None, only: list[str] | None = None, reuse: Path | None = None,
-        rows_path: Path | None = None, tightest: int | None = None) -> dict:
+        rows_path: Path | None = None, tightest: int | None = None, after: int = 0,
+        skip: list[str] | None = None) -> dict:
     """Capture and bound the corpus; the rows and totals of the report."""
     from solar_io.metrics import graph_metrics
 
@@ -135,13 +140,18 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
     for d in problem_dirs(corpus):
         rel = d.relative_to(corpus)
         subset = rel.parts[0] if len(rel.parts) > 1 else "-"
+        if skip and (str(rel) in skip or rel.name in skip):
+            print(f"{rel}: skipped (--skip)", file=sys.stderr)
+            continue
         if only and str(rel) not in only and rel.name not in only:
             kept = [r for r in old["rows"] if r["problem"] == str(rel)]
             rows += kept
             failures += [(r["subset"], category(r["error"]), r["error"]) for r in kept if not r["captured"]]
             continue
         t0 = time.perf_counter()
-        keys = tightest_keys(d, pub.get(str(rel), []), tightest) if tightest else None
+        keys = tightest_keys(d, pub.get(str(rel), []), tightest, after) if tightest else None
+        if tightest and after and keys is None:
+            continue  # no workload past the first ``after`` (or none published): nothing new here
         results = capture_problem(d, None, options={"validate": True}, problem=str(rel), keep_graphs=True,
                                   sample=None if keys else sample, keys=keys)
         meta = _metadata(metadata, d)
@@ -239,11 +249,13 @@ def main() -> None:
     ap.add_argument("--reuse", type=Path, default=None, help="rows JSON of an earlier run, for the other problems")
     ap.add_argument("--tightest", type=int, default=None,
                     help="per problem, the N workloads nearest their published SOL (needs --published)")
+    ap.add_argument("--after", type=int, default=0, help="with --tightest: skip the K nearest first")
+    ap.add_argument("--skip", nargs="*", default=None, help="leave these problems out (subset/name or name)")
     ap.add_argument("--cache-bound", default="ilp", choices=("ilp", "floor"))
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/sol_execbench.md"))
     a = ap.parse_args()
     data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound, a.published, a.only, a.reuse, a.rows,
-               a.tightest)
+               a.tightest, a.after, a.skip)
     text = report(data, a.hw, " ".join(["python", *sys.argv]))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)
