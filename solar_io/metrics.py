@@ -52,7 +52,7 @@ from .affine import Access, AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
 from .graph import Assumption, Graph, Node, Tensor
-from .node_lists import MASKED_WRITES, listed_nodes, uncharged_nodes
+from .node_lists import MASKED_WRITES, listed_nodes, makes_memory, uncharged_nodes
 from .ops import MAP_OPS
 
 BOUNDARY_ROLES = ("input", "weight", "constant", "output")
@@ -345,7 +345,10 @@ def _masked_write(g: Graph, node: Node) -> NodeMetrics:
             b = tensor_bytes(g, t, access_elements(a, t.ranks, g.rank_sizes)[0])
             reads[t.name] = max(reads.get(t.name, 0.0), b)
     points = prod(g.rank_sizes[r] for r in node.space) if node.space else 0
-    return NodeMetrics(node.name, node.kind, points, 0, 0.0, 0.0, 0.0, reads, {node.outputs[0].tensor: 0.0})
+    out = tmap[node.outputs[0].tensor]
+    # x a fill held as a value (zeros_like): the result is made here, written whole (eager's fill)
+    written = tensor_bytes(g, out, prod(g.shape(out.name))) if makes_memory(g, node) else 0.0
+    return NodeMetrics(node.name, node.kind, points, 0, 0.0, 0.0, 0.0, reads, {out.name: written})
 
 
 def _new_output(g: Graph, node: Node, selected: float, reads: dict[str, float]) -> None:

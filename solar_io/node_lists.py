@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .graph import Graph
+from .graph import Graph, Node
 
 #: the assumption value naming the nodes whose compute is not charged (module docstring)
 UNCHARGED = "uncharged_work"
@@ -60,12 +60,30 @@ def in_place_bases(g: Graph) -> dict[str, str]:
         if n.init is not None and n.outputs:
             out[n.name] = n.init
         elif n.name in masked and n.outputs:
-            o = g.tensor_map[n.outputs[0].tensor]
-            same = [a.tensor for a in n.inputs if g.tensor_map[a.tensor].dtype == o.dtype != "bool"
-                    and g.shape(a.tensor) == g.shape(o.name) and g.tensor_map[a.tensor].stored]
-            if same:
-                out[n.name] = same[0]
+            base = masked_base(g, n)
+            if base is not None:
+                out[n.name] = base
     return out
+
+
+def masked_base(g: Graph, n: Node) -> str | None:
+    """The stored operand whose memory masked write ``n``'s result is (``x`` of ``where(mask, v, x)``),
+    or None where there is none (see :func:`makes_memory`)."""
+    got = _operand_like_result(g, n, stored=True)
+    return got[0] if got else None
+
+
+def makes_memory(g: Graph, n: Node) -> bool:
+    """Whether masked write ``n`` writes into a fill the graph holds as a value (``x = zeros_like(y);
+    x[mask] = v``): eager's fill kernel writes that memory whole, so ``n``'s result is made, every element
+    written. Not so for ``where(mask, v, 0)``, the temporary of ``x[mask] += v``, which eager never makes."""
+    return masked_base(g, n) is None and bool(_operand_like_result(g, n, stored=False))
+
+
+def _operand_like_result(g: Graph, n: Node, stored: bool) -> list[str]:
+    o = g.tensor_map[n.outputs[0].tensor]
+    return [a.tensor for a in n.inputs if g.tensor_map[a.tensor].dtype == o.dtype != "bool"
+            and g.shape(a.tensor) == g.shape(o.name) and g.tensor_map[a.tensor].stored == stored]
 
 
 def with_listed_nodes(g: Graph) -> Graph:

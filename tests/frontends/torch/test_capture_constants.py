@@ -140,11 +140,15 @@ def test_a_masked_fill_is_elementwise_and_charged_the_least_any_selection_costs(
     assert [n.map for n in fills] == ["where", "where"]
     by_name = {m.name: m for m in graph_metrics(g).nodes}
     # eager's index_put_ reads the mask (1 B an element, 8 x 16) and overwrites in place the elements it
-    # selects, from none to all: each fill is charged its mask only, none of the filled tensor read or written
+    # selects, from none to all: each fill is charged its mask, none of the filled tensor read; the first
+    # one also makes the tensor (zeros_like, a value in the graph: eager's fill kernel writes it whole,
+    # 8 x 16 x 4 B), the second writes none of it
     masks = [a.tensor for n in fills for a in n.inputs if g.tensor_map[a.tensor].dtype == "bool"]
-    for n, mask in zip(fills, masks, strict=True):
+    for k, (n, mask) in enumerate(zip(fills, masks, strict=True)):
         m = by_name[n.name]
-        assert m.bytes_read == {mask: 8 * 16} and m.bytes == 8 * 16 and m.flops == 0
+        made = 8 * 16 * 4 if k == 0 else 0
+        assert m.bytes_read == {mask: 8 * 16} and m.bytes == 8 * 16 + made and m.flops == 0
+        assert m.bytes_written == {n.outputs[0].tensor: made}
     # the mul after them reads the filled tensor whole (4 B an element)
     (mul,) = [n for n in g.nodes if any(a.tensor == fills[1].outputs[0].tensor for a in n.inputs)]
     assert by_name[mul.name].bytes_read[fills[1].outputs[0].tensor] == 8 * 16 * 4
@@ -248,3 +252,41 @@ def test_a_masked_accumulate_is_charged_its_mask_only(tmp_path: Path):
     assert sum(by_name[n.name].bytes for n in fills) == 8 * 16 + 4
     (sub,) = [n for n in g.nodes if n.op == "aten.sub"]
     assert by_name[sub.name].bytes == 8 * 16 * 4 * 2  # the result, in x's memory, read whole; y written
+
+
+def test_quantiser_masks_in_a_value_specialised_capture_are_masked_writes(tmp_path: Path):
+    """An NVFP4 quantiser's ``q = zeros_like(x, uint8); q[(x > a) & (x < b)] = k`` in a program whose other
+    data-dependent call (an ``item``) makes the capture value-specialised: each mask is a masked write
+    (no ``nonzero`` of it recorded: at 16,384 x 12,288 elements those index tables held 13 GiB and were
+    charged as reads no fused kernel makes), and every fidelity moves what a fused kernel must, by hand:
+    x read once (256 x 128 x 4 B) and q written once (256 x 128 x 1 B)."""
+    from solar_io.backends.bound import bound_many
+
+    p = tmp_path / "quant.py"
+    p.write_text(textwrap.dedent("""
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                if x.abs().max().item() > 1e9:  # data-dependent: the capture is value-specialised
+                    return x
+                q = torch.zeros_like(x, dtype=torch.uint8)
+                q[(x > 0.5) & (x < 2.0)] = 1
+                q[x < -0.5] = 2
+                return q
+
+        def get_inputs():
+            return [torch.randn(256, 128)]
+        """))
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    assert {a.kind for a in g.assumptions} == {"specialised", "masked_fill"}
+    fills = [n.name for n in g.nodes if n.op == "aten.index_put"]
+    (said,) = [a for a in g.assumptions if a.kind == "masked_fill"]
+    assert len(fills) == 2 and dict(said.values)[MASKED_WRITES] == tuple(fills)
+    assert not any("specialised_index" in n.op or "nonzero" in n.op for n in g.nodes)
+    (rep,) = bound_many(g, ["h100-sxm"], cache_aware=True)
+    want = 256 * 128 * 4 + 256 * 128
+    assert graph_metrics(g).boundary_bytes == want
+    for fid in (rep.unfused, rep.fused, rep.cache_aware):
+        assert fid.bytes == want, fid
