@@ -37,7 +37,7 @@ from .ctx import (
 )
 from .registry import OPAQUE_REASONS, NoLowering, buffer_update_rule, find_complex_rule, find_rule, op_name
 from .rulebook import load_rules
-from .view_writes import lower_view_copy, view_copies
+from .view_writes import copied_value, lower_view_copy, view_copies
 
 __all__ = ["Args", "Lowered", "LowerCtx", "T", "file_dtype", "lower"]
 
@@ -90,7 +90,7 @@ def _lower(ep: Any, source_name: str | None, strict: bool, repeat: bool) -> Lowe
         if node in copies:  # out[:, t] = h on a tensor the program made: a scatter into its current value
             root = copies[node][0]
             ctx.node, ctx.op = node, "aten.copy_"
-            env[root] = lower_view_copy(ctx, copies[node], env[node.args[1]], env[root])
+            env[root] = lower_view_copy(ctx, copies[node], copied_value(ctx, node, env), env[root])
             if gm is ep.graph_module or root.name not in top_names:
                 fx_tensors[root.name] = env[root].name  # the tensor's last value, as the eager run leaves it
             ctx.lowered_ops.update(op_name(node.target))

@@ -1,4 +1,5 @@
-"""In-place copies into views of a tensor the program made: ``out[:, t] = h`` in a Python loop.
+"""In-place copies into views of a tensor the program made: ``out[:, t] = h`` in a Python loop
+(``out[b].zero_()`` and ``fill_`` too: a copy of one value).
 
 Export's training IR keeps such a write as ``copy_(select(out, 1, t), h)``: an in-place op on a view,
 which no rule lowers, so the whole program used to be decomposed (functionalised) first; for a
@@ -29,6 +30,8 @@ from .rules.shape import expand_to
 
 _aten = torch.ops.aten
 COPY = _aten.copy_.default
+#: In-place writes of one value into a view (``out[b].zero_()``): lowered as copies of that value.
+FILLS = {_aten.zero_.default: lambda node: 0, _aten.fill_.Scalar: lambda node: node.args[1]}
 #: The views a destination may be made of, and their (dim, start, end, step) arguments.
 _SELECT, _SLICE = _aten.select.int, _aten.slice.Tensor
 
@@ -56,7 +59,8 @@ def view_copies(graph: Any) -> dict[Any, Plan]:
             first.setdefault(s, n)
     found: dict[Any, Plan] = {}
     for c in nodes:
-        if c.op != "call_function" or c.target is not COPY or c.users or c.kwargs.get("non_blocking"):
+        if c.op != "call_function" or (c.target is not COPY and c.target not in FILLS) or c.users \
+                or c.kwargs.get("non_blocking"):
             continue
         chain, cur = [], c.args[0]
         while isinstance(cur, torch.fx.Node) and cur.op == "call_function" and cur.target in (_SELECT, _SLICE):
@@ -91,6 +95,13 @@ def _placement(root: Any, chain: list) -> tuple[list[int], list[tuple[int, int, 
             lo, hi, step = slice(a[2], a[3], a[4] or 1).indices(count)
             dims[rd] = (start + stride * lo, len(range(lo, hi, step)), stride * step)
     return live, dims
+
+
+def copied_value(ctx: LowerCtx, node: Any, env: dict) -> T:
+    """What copy ``node`` writes: its source tensor, or the one value of a ``zero_`` / ``fill_``."""
+    if node.target in FILLS:
+        return ctx.scalar(FILLS[node.target](node), ctx.dtype(env[node.args[0]]))
+    return env[node.args[1]]
 
 
 def lower_view_copy(ctx: LowerCtx, plan: Plan, src: T, base: T) -> T:

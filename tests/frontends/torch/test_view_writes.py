@@ -176,3 +176,43 @@ def test_a_failed_validation_names_the_diverging_node_inside_a_no_grad_body(tmp_
     inputs = cap.source.inputs("cpu")
     where = first_divergence(cap, _sources(cap, model, inputs), model, inputs)
     assert where is not None and where.startswith("mul "), where
+
+
+ZERO_ROWS = textwrap.dedent("""
+    import torch
+
+    class Model(torch.nn.Module):
+        @torch.no_grad()
+        def forward(self, x, lens):
+            out = torch.empty(4, 8, 16)
+            for b in range(4):
+                if int(lens[b].item()) == 0:  # FlashInfer's paged decode: an empty request's row
+                    out[b].zero_()
+                    continue
+                out[b] = x[b] * 2.0
+            out[1, 2].fill_(3.0)
+            return out
+
+    def get_inputs():
+        return [torch.randn(4, 8, 16), torch.tensor([3, 0, 2, 0])]
+    """)
+
+
+def test_zero_and_fill_of_a_view_are_copies_of_one_value(tmp_path: Path):
+    """``out[b].zero_()`` and ``out[1, 2].fill_(v)`` into a tensor the program made: written where they
+    stand, as copies of one value (an unruled ``zero_`` made the whole program decompose first: most of
+    a FlashInfer paged-decode capture's time), each charged the elements it writes, by hand."""
+    cap = _capture(tmp_path, ZERO_ROWS)
+    calls = _calls(cap.program.graph_module)
+    assert torch.ops.aten.zero_.default in calls and torch.ops.aten.fill_.Scalar in calls  # not decomposed
+    g = cap.graph
+    assert not any(n.kind == "opaque" for n in g.nodes)
+    writes = [n for n in g.nodes if n.op == "aten.copy_" and n.kind == "einsum"]
+    assert len(writes) == 5  # two rows zeroed, two rows computed, one fill of a row of 16
+    by_name = {m.name: m for m in graph_metrics(g).nodes}
+    row = 8 * 16 * 4
+    for n in writes[:-1]:
+        assert sum(by_name[n.name].bytes_written.values()) == row
+    last = by_name[writes[-1].name]  # the returned tensor, written whole, the fill's 16 elements its own
+    assert sum(last.bytes_written.values()) == 4 * row
+    assert last.bytes_read[writes[-2].outputs[0].tensor] == 4 * row - 16 * 4
