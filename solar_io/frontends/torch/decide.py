@@ -141,16 +141,38 @@ class _Decide(TorchFunctionMode):
             return tuple(out)
         return idx
 
+    def _number(self, a: Any) -> Any:  # noqa: ANN401
+        """A 0-d tensor used as a number (an ``arange`` end, a slice bound) as its recorded value: torch
+        reads such a value in C++, where no ``item`` call is seen, so the export would meet it unbacked."""
+        if isinstance(a, torch.Tensor) and a.dim() == 0 and not a.dtype.is_floating_point:
+            return self._answer("scalar", "Tensor.item", a, lambda v: v.item()).value
+        return a
+
+    def _slice_bounds(self, idx: Any) -> Any:  # noqa: ANN401
+        """``idx`` with each slice's tensor bounds (``x[:, :n]``, ``n`` a 0-d tensor) as numbers."""
+        def fix(i: Any) -> Any:  # noqa: ANN401
+            if isinstance(i, slice) and any(isinstance(b, torch.Tensor) for b in (i.start, i.stop, i.step)):
+                return slice(self._number(i.start), self._number(i.stop), self._number(i.step))
+            return i
+        if isinstance(idx, tuple):
+            return tuple(fix(i) for i in idx)
+        return fix(idx)
+
     # ---------------------------------------------------------------- dispatch
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         try:
             hit = func in _SCALAR or func in _LIST or func in _NONZERO or func in _ITEMS or func in _BINCOUNT \
-                or func in _REPEAT or func in _MASKED or func in _ONE_HOT or func in _UNIQUE or func is torch.where
+                or func in _REPEAT or func in _MASKED or func in _ONE_HOT or func in _UNIQUE or func is torch.where \
+                or func is torch.arange
         except TypeError:  # unhashable
             hit = False
         if not hit:
             return func(*args, **kwargs)
+        if func is torch.arange:  # arange(n) of a 0-d tensor n: torch reads n's value in C++, not by item()
+            if not any(isinstance(a, torch.Tensor) for a in args):
+                return func(*args, **kwargs)
+            return func(*[self._number(a) for a in args], **kwargs)
         if func in _SCALAR:
             name = _SCALAR[func]
             conv = {"item": lambda v: v.item(), "bool": lambda v: bool(v), "int": lambda v: int(v),
@@ -171,7 +193,8 @@ class _Decide(TorchFunctionMode):
                 return func(*args, **kwargs)
             return self._nonzero_cols(args[0] if args else kwargs["condition"])
         if func in _ITEMS:
-            x, idx = args[0], args[1]
+            x, idx = args[0], self._slice_bounds(args[1])
+            args = (x, idx, *args[2:])
             if func is torch.Tensor.__setitem__ and _mask_fill(x, idx, args[2] if len(args) > 2 else None):
                 return func(*args, **kwargs)
             new = self._expand_bool(idx)

@@ -370,3 +370,34 @@ def test_inputs_over_the_budget_are_built_on_meta_except_the_small_ones(tmp_path
     assert all(len(set(r.tolist())) == 2 and 0 <= min(r) and max(r) < 8 for r in ids)
     x, ids, w = specialise._inputs(src, lean=False)
     assert {t.device.type for t in (x, ids, w)} == {"cpu"}
+
+
+def test_a_tensor_used_as_a_number_by_arange_and_a_slice_is_specialised(tmp_path: Path):
+    """``torch.arange(n)`` and ``x[:, :n]`` with ``n`` a 0-d tensor (SOL-ExecBench L2/006's multimodal rope):
+    torch reads ``n`` in C++, so no ``item`` call is seen and the export met it unbacked (an internal
+    error on the meta pass). Each such use is one recorded value; the graph validates, and the
+    positions written are the kept ones: 3 rows of ``valid`` int64 positions each, by hand."""
+    p = tmp_path / "rope.py"
+    p.write_text(textwrap.dedent("""
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, ids, mask):
+                pos = torch.zeros(3, ids.shape[0], ids.shape[1], dtype=torch.int64)
+                for i in range(ids.shape[0]):
+                    valid = mask[i].sum()
+                    pos[:, i, :valid] = torch.arange(valid, dtype=torch.int64).unsqueeze(0).expand(3, -1)
+                return pos * 2
+
+        def get_inputs():
+            mask = torch.zeros(2, 16, dtype=torch.bool)
+            mask[0, :5] = True
+            mask[1, :11] = True
+            return [torch.randint(0, 100, (2, 16)), mask]
+        """))
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    (said,) = [a for a in g.assumptions if a.kind == "specialised"]
+    assert dict(said.values)["values"] == (5, 5, 11, 11)  # arange's end and the slice's bound, per row
+    writes = [m for m in graph_metrics(g).nodes if m.name.startswith("copy")]
+    assert sorted(sum(m.bytes_written.values()) for m in writes)[:1] == [3 * 5 * 8]
