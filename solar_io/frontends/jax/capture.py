@@ -117,9 +117,7 @@ def load_program(path: Path, entry: str | None = None, inputs: list[str] | None 
             raise CaptureError(f"{path.name}: {target.__name__} is neither a flax.linen nor a flax.nnx Module")
         key = jax.random.PRNGKey(0)
         abstract_params = jax.eval_shape(module.init, key, *abstract_inputs)
-        # one compiled init (eager init compiles each initializer op on its own: 57 XLA programs,
-        # 10 of a ResNet block's 11 s capture)
-        make_params = mod.get_params if hasattr(mod, "get_params") else lambda: jax.jit(module.init)(key, *inputs())
+        make_params = mod.get_params if hasattr(mod, "get_params") else lambda: _init(module, key, inputs())
         return Program(path.name, sha, lambda params, *xs: module.apply(params, *xs), abstract_params,
                        abstract_inputs, make_params, inputs)
     fn = target if target is not None else getattr(mod, "model", None)
@@ -130,6 +128,16 @@ def load_program(path: Path, entry: str | None = None, inputs: list[str] | None 
         abstract_params = jax.eval_shape(mod.get_params)
         return Program(path.name, sha, fn, abstract_params, abstract_inputs, mod.get_params, inputs)
     return Program(path.name, sha, lambda _p, *xs: fn(*xs), None, abstract_inputs, lambda: None, inputs)
+
+
+def _init(module: Any, key: Any, inputs: tuple) -> Any:  # noqa: ANN401
+    """``module.init(key, *inputs)`` compiled once (eager init compiles each initialiser op on its own:
+    57 XLA programs, 10 of a ResNet block's 13 s capture); eagerly where the init cannot be traced
+    (a Python branch on an input's value), as the module would run it."""
+    try:
+        return jax.jit(module.init)(key, *inputs)
+    except jax.errors.JAXTypeError:
+        return module.init(key, *inputs)
 
 
 def _spec_arrays(specs: list[tuple[str | None, str, list[int]]]) -> tuple:
