@@ -66,6 +66,30 @@ def in_place_bases(g: Graph) -> dict[str, str]:
     return out
 
 
+def made_outputs(g: Graph) -> dict[str, str]:
+    """Masked-write node whose result is a graph output -> the tensor whose memory that output is, where
+    the graph makes that memory (a fill a masked write made, or an intermediate) rather than an input's:
+    ``q = zeros_like(x); q[m1] = 1; q[m2] = 2; return q``. The output leaves the kernel, so that memory is
+    written whole once (:mod:`solar_io.views`, the traffic residency model), however little the masked
+    writes themselves write."""
+    masked = listed_nodes(g, MASKED_WRITES)
+    if not masked:
+        return {}
+    tmap, bases = g.tensor_map, in_place_bases(g)
+    by_result = {n.outputs[0].tensor: n.name for n in g.nodes if n.name in bases}
+    out: dict[str, str] = {}
+    for n in g.nodes:
+        if n.name not in masked or not n.outputs or tmap[n.outputs[0].tensor].role != "output":
+            continue
+        cur, seen = n.outputs[0].tensor, set()
+        while cur in by_result and cur not in seen:  # back along the in-place chain to its memory
+            seen.add(cur)
+            cur = bases[by_result[cur]]
+        if cur != n.outputs[0].tensor and tmap[cur].role not in ("input", "weight"):
+            out[n.name] = cur
+    return out
+
+
 def masked_base(g: Graph, n: Node) -> str | None:
     """The stored operand whose memory masked write ``n``'s result is (``x`` of ``where(mask, v, x)``),
     or None where there is none (see :func:`makes_memory`)."""

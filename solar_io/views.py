@@ -42,7 +42,7 @@ from math import prod
 from .footprint import access_elements
 from .graph import Graph, Node
 from .metrics import BOUNDARY_ROLES, NodeMetrics, in_place_outputs, node_metrics, tensor_bytes
-from .node_lists import MASKED_WRITES, in_place_bases, listed_nodes
+from .node_lists import in_place_bases, made_outputs
 
 
 class ViewChains:
@@ -153,30 +153,17 @@ def boundary_bytes(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
 
 
 def _made_in_place(g: Graph, nodes: Sequence[NodeMetrics]) -> float:
-    """Bytes of outputs that masked writes leave in the memory of a tensor the graph makes.
-
-    ``q = zeros_like(x); q[m1] = 1; q[m2] = 2; return q``: each masked write is charged only what it
-    reads (its node writes nothing of ``q``), and the first one makes ``q`` (its fill is a value in the
-    graph); since ``q`` leaves the kernel, a fused kernel writes all of it once. An output whose
-    memory is an input's (updated in place) is charged only its writes."""
-    masked = listed_nodes(g, MASKED_WRITES)
-    if not masked:
+    """Bytes of outputs that masked writes leave in memory the graph makes (:func:`made_outputs`): each
+    masked write is charged only what it reads, so the output's bytes beyond its own node's write."""
+    made = made_outputs(g)
+    if not made:
         return 0.0
-    tmap, bases = g.tensor_map, in_place_bases(g)
-    made_by = {n.outputs[0].tensor: n.name for n in g.nodes if n.name in bases}
-    extra = 0.0
+    tmap, extra = g.tensor_map, []
     for n, m in zip(g.nodes, nodes, strict=True):
-        out = n.outputs[0].tensor if n.outputs else None
-        if n.name not in masked or out is None or tmap[out].role != "output":
-            continue
-        root, seen = bases.get(n.name), set()
-        while root in made_by and root not in seen:
-            seen.add(root)
-            root = bases[made_by[root]]
-        if root is not None and tmap[root].role in ("input", "weight"):
-            continue
-        extra += max(0.0, tensor_bytes(g, tmap[out]) - m.bytes_written.get(out, 0.0))
-    return extra
+        if n.name in made:
+            out = n.outputs[0].tensor
+            extra.append(max(0.0, tensor_bytes(g, tmap[out]) - m.bytes_written.get(out, 0.0)))
+    return math.fsum(extra)
 
 
 def in_place_exposed(g: Graph) -> dict[str, float]:

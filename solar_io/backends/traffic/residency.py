@@ -27,9 +27,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar_io.graph import Graph, Node
+from solar_io.graph import Graph
 from solar_io.metrics import GraphMetrics, tensor_bytes
-from solar_io.node_lists import MASKED_WRITES, in_place_bases, listed_nodes, makes_memory
+from solar_io.node_lists import in_place_bases, made_outputs
 from solar_io.views import ViewChains
 
 
@@ -56,8 +56,8 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
     root = chains.root
     alias: dict[str, tuple[str, float]] = {}  # scatter result root -> (its chain's init root, bytes the chain wrote)
     bases = in_place_bases(g)  # scatters' inits and masked writes' x (x[mask] = v in place)
-    masked = listed_nodes(g, MASKED_WRITES)
-    made: dict[str, tuple[int, str] | None] = {}  # root -> (node index, tensor) of the masked write that made it
+    made = made_outputs(g)  # masked writes leaving a graph output in memory the graph made
+    producer = {a.tensor: i for i, n in enumerate(g.nodes) for a in n.outputs} if made else {}
     tmap = g.tensor_map
     out = []
     for n, m in zip(g.nodes, gm.nodes, strict=True):
@@ -80,29 +80,14 @@ def node_traffic(g: Graph, gm: GraphMetrics, chains: ViewChains | None = None) -
             if n.name in bases:
                 base, done = alias.get(root[bases[n.name]], (root[bases[n.name]], 0.0))
                 alias[root[n.outputs[0].tensor]] = (base, done + sum(wr.values()))
-                made.setdefault(root[n.outputs[0].tensor], made.get(root[bases[n.name]]))
-            elif n.name in masked and makes_memory(g, n):  # onto a fill: it makes the memory the chain writes in
-                made[root[n.outputs[0].tensor]] = (len(out), root[n.outputs[0].tensor])
-            _deliver_made(g, n, masked, made, out, wr, root)
+            if n.name in made:  # that memory is the output's: its write moves here, delivered
+                mem = made[n.name]
+                if producer.get(mem, len(out)) < len(out):
+                    out[producer[mem]].writes.pop(root[mem], None)
+                o = root[n.outputs[0].tensor]
+                wr[o] = max(wr.get(o, 0.0), tensor_bytes(g, g.tensor_map[o]))
         out.append(NodeTraffic(rd, wr))
     return out
-
-
-def _deliver_made(g: Graph, n: Node, masked: frozenset[str], made: dict, out: list[NodeTraffic],
-                  wr: dict[str, float], root: dict[str, str]) -> None:
-    """A graph output left by masked writes in memory the chain made (``q = zeros_like(x); q[m] = 1;
-    return q``): that memory is the output's, written whole once (eager's fill), so the write moves from
-    the chain's first node, whose result could otherwise stay on chip, to the output, delivered."""
-    if n.name not in masked or not n.outputs or g.tensor_map[n.outputs[0].tensor].role != "output":
-        return
-    o = root[n.outputs[0].tensor]
-    at = made.get(o)
-    if at is None:
-        return
-    k, first = at
-    if k < len(out):
-        out[k].writes.pop(first, None)
-    wr[o] = max(wr.get(o, 0.0), tensor_bytes(g, g.tensor_map[o]))
 
 
 def on_chip_capacity(spec: object, capacity: float | None = None) -> tuple[float, str]:

@@ -19,6 +19,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..common.errors import CaptureError
 from .fixed_ops import _keys
+from .rules.scatter import one_value_mask
 from .tables import TABLES
 from .values import Decision, NeedValues, Plan, _Values, _where
 
@@ -42,17 +43,15 @@ def _flat(value: Any) -> list[Any]:
     return [value]
 
 
-def _mask_fill(x: Any, idx: Any, value: Any) -> bool:  # noqa: ANN401
-    """Whether ``x[idx] = value`` is one boolean mask over x's leading dims and one value: a write
-    whose shapes do not depend on the mask (``rules/scatter.py`` lowers it as a masked write of an
-    unknown selection), so its mask needs no values. Specialising it to the mask's ``nonzero`` would
-    hold 8 bytes per selected element and dimension (an NVFP4 quantiser's sixteen ``q[x > t] = k`` of
-    16,384 x 12,288 elements: 13 GiB) and charge index tables no fused kernel reads."""
+def _one_value_mask_write(x: Any, idx: Any, value: Any) -> bool:  # noqa: ANN401
+    """Whether ``x[idx] = value`` is :func:`.rules.scatter.one_value_mask`'s form, which is lowered as a
+    masked write of an unknown selection, so its mask needs no values. Specialising it to the mask's
+    ``nonzero`` would hold 8 bytes per selected element and dimension (an NVFP4 quantiser's sixteen
+    ``q[x > t] = k`` of 16,384 x 12,288 elements: 13 GiB) and charge index tables no fused kernel reads."""
     if not isinstance(idx, torch.Tensor) or idx.dtype != torch.bool or not isinstance(x, torch.Tensor):
         return False
-    if tuple(idx.shape) != tuple(x.shape[:idx.dim()]):
-        return False
-    return isinstance(value, (int, float, bool)) or (isinstance(value, torch.Tensor) and value.numel() == 1)
+    n = 1 if isinstance(value, (int, float, bool)) else value.numel() if isinstance(value, torch.Tensor) else 0
+    return one_value_mask(tuple(x.shape), tuple(idx.shape), n)
 
 
 class _Decide(TorchFunctionMode):
@@ -144,7 +143,7 @@ class _Decide(TorchFunctionMode):
     def _number(self, a: Any) -> Any:  # noqa: ANN401
         """A 0-d tensor used as a number (an ``arange`` end, a slice bound) as its recorded value: torch
         reads such a value in C++, where no ``item`` call is seen, so the export would meet it unbacked."""
-        if isinstance(a, torch.Tensor) and a.dim() == 0 and not a.dtype.is_floating_point:
+        if isinstance(a, torch.Tensor) and a.dim() == 0:  # an arange may take a float end too
             return self._answer("scalar", "Tensor.item", a, lambda v: v.item()).value
         return a
 
@@ -195,7 +194,7 @@ class _Decide(TorchFunctionMode):
         if func in _ITEMS:
             x, idx = args[0], self._slice_bounds(args[1])
             args = (x, idx, *args[2:])
-            if func is torch.Tensor.__setitem__ and _mask_fill(x, idx, args[2] if len(args) > 2 else None):
+            if func is torch.Tensor.__setitem__ and _one_value_mask_write(x, idx, args[2] if len(args) > 2 else None):
                 return func(*args, **kwargs)
             new = self._expand_bool(idx)
             if new is idx:

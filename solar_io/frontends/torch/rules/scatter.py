@@ -152,6 +152,13 @@ def index_put(ctx: LowerCtx, a: Args) -> T:
 
 
 
+def one_value_mask(x_shape: tuple[int, ...] | list[int], mask_shape: tuple[int, ...] | list[int],
+                   value_elements: int) -> bool:
+    """Whether ``x[mask] = v`` (a boolean ``mask``) is the form lowered as a masked write: the mask over
+    x's leading dims and one value, so no shape depends on what the mask holds."""
+    return tuple(mask_shape) == tuple(x_shape[:len(mask_shape)]) and value_elements == 1
+
+
 def _mask_fill(ctx: LowerCtx, x: T, v: T, indices: list, accumulate: bool) -> T | None:
     """``x[mask] = v`` (``+= v``) with one boolean mask over x's leading dims and one value: an
     elementwise select, ``where(mask, v, x)`` (``x + where(mask, v, 0)``), whatever the mask holds;
@@ -160,7 +167,7 @@ def _mask_fill(ctx: LowerCtx, x: T, v: T, indices: list, accumulate: bool) -> T 
         return None
     mask, xs = indices[0], ctx.shape(x)
     ms = ctx.shape(mask)
-    if ms != xs[:len(ms)] or int(np.prod(ctx.shape(v), dtype=np.int64)) != 1:
+    if not one_value_mask(xs, ms, int(np.prod(ctx.shape(v), dtype=np.int64))):
         return None
     if len(ms) < len(xs):  # the mask covers leading dims: broadcast it over the others
         mask = ctx.reshape(mask, list(ms) + [1] * (len(xs) - len(ms)), suffix="mask")
