@@ -9,8 +9,9 @@ process and its children (CBC runs as a subprocess), steadier under load than wa
 (``--wall`` for wall-clock seconds).
 
 Graphs (``models``, the default): a ResNet-50 (``benchmarks/bound_models/resnet50.py``, 224x224,
-batch 1, 813 nodes) and a 32-layer Llama-3-8B-shaped decoder (``examples/models/llama_decoder.py``
-at seq 2048, bf16, captured on meta tensors), captured once into ``--cache DIR`` (default
+batch 1, 813 nodes) and two Llama-shaped decoders (``examples/models/llama_decoder.py`` at seq 2048,
+bf16, captured on meta tensors): Llama-3-8B's 32 layers (1,866 nodes) and Llama-3-70B's 80 layers
+(4,650 nodes, the largest graph under the issue's 5k-node mark), captured once into ``--cache DIR`` (default
 ``/tmp/solar-io-bench-bound``; torch needed for that step only). Columns, seconds and ratios:
 
 - ``load``: :func:`solar_io.load` of the file; ``roofline``: ``bound(..., cache_aware=False)`` on
@@ -59,7 +60,7 @@ from solar_io.backends import bound_many  # noqa: E402
 from solar_io.backends.tiling import clear_cache, clear_chain_cache  # noqa: E402
 
 LLAMA = r"""
-import sys, warnings
+import json, sys, warnings
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[1])
 import torch
@@ -68,14 +69,18 @@ from solar_io import dumps
 from solar_io.frontends.torch.capture import export
 from solar_io.frontends.torch.loader import Source, _import_file
 from solar_io.frontends.torch.lower import lower
-cfg = dict(vocab=128256, d=4096, heads=32, kv_heads=8, ff=14336, seq=2048, layers=32)
+cfg = json.loads(sys.argv[3])
 path = Path(sys.argv[1]) / "examples/models/llama_decoder.py"
 mod = _import_file(path)
 src = Source(path, path.name, "0" * 64, lambda: mod.Model(**cfg),
              lambda: [torch.randint(0, cfg["vocab"], (1, cfg["seq"]))], torch.bfloat16)
 low = lower(export(src), src.name)
-Path(sys.argv[2]).write_text(dumps(low.builder.build(low.outputs, name="llama-32")))
+Path(sys.argv[2]).write_text(dumps(low.builder.build(low.outputs, name=f"llama-{cfg['layers']}")))
 """
+#: The decoders captured: Llama-3-8B's shape (32 layers) and Llama-3-70B's (80 layers, hidden 8192, 64 heads,
+#: 8 KV heads, intermediate 28672: Meta's config.json), both at seq 2048 and the 128,256-token vocabulary.
+LLAMAS = {"llama32": dict(vocab=128256, d=4096, heads=32, kv_heads=8, ff=14336, seq=2048, layers=32),
+          "llama80": dict(vocab=128256, d=8192, heads=64, kv_heads=8, ff=28672, seq=2048, layers=80)}
 
 
 def _cpu() -> float:
@@ -94,13 +99,19 @@ def _timed(fn):  # noqa: ANN001, ANN202
 
 def _capture(cache: Path) -> list[Path]:
     cache.mkdir(parents=True, exist_ok=True)
-    resnet, llama = cache / "resnet50.yaml", cache / "llama32.yaml"
+    import json
+
+    resnet = cache / "resnet50.yaml"
     if not resnet.exists():
         subprocess.run([sys.executable, "-m", "solar_io", "capture", str(ROOT / "benchmarks/bound_models/resnet50.py"),
                         "--no-validate", "-o", str(resnet)], check=True, timeout=1800)
-    if not llama.exists():
-        subprocess.run([sys.executable, "-c", LLAMA, str(ROOT), str(llama)], check=True, timeout=1800)
-    return [resnet, llama]
+    out = [resnet]
+    for name, cfg in LLAMAS.items():
+        out.append(cache / f"{name}.yaml")
+        if not out[-1].exists():
+            subprocess.run([sys.executable, "-c", LLAMA, str(ROOT), str(out[-1]), json.dumps(cfg)], check=True,
+                           timeout=1800)
+    return out
 
 
 def _cold() -> None:

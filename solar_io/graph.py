@@ -251,6 +251,14 @@ class Graph:
         """{node name: Node}."""
         return {n.name: n for n in self.nodes}
 
+    @cached_property
+    def node_forms(self) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """Per node, its form id and the tensors it names (:func:`solar_io.node_form.forms`): nodes of one
+        form pose the same problem over those tensors (a repeated layer)."""
+        from .node_form import forms
+
+        return forms(self.nodes)
+
     def shape(self, tensor: str) -> tuple[int, ...]:
         """The sizes of ``tensor``'s ranks."""
         sizes = self.rank_sizes

@@ -360,6 +360,35 @@ def _new_output(g: Graph, node: Node, selected: float, reads: dict[str, float]) 
     reads[t.name] = max(reads.get(t.name, 0.0), tensor_bytes(g, t, elements))
 
 
+def _each_form_once(g: Graph, free: frozenset[str], in_place: frozenset[str], returned: frozenset[str],
+                    masked: frozenset[str]) -> tuple[NodeMetrics, ...]:
+    """:func:`node_metrics` of every node, computed once per node form (``Graph.node_forms``) over tensors
+    of the same ranks, dtype, density and storage, in the same lists: a repeated layer's nodes get the
+    first layer's counts under their own names."""
+    tmap, out, seen = g.tensor_map, [], {}
+    for n, (form, names) in zip(g.nodes, g.node_forms, strict=True):
+        if n.name in masked:  # reads the graph around it (makes_memory)
+            out.append(node_metrics(g, n, free, in_place, returned, masked))
+            continue
+        key = (form, n.name in free, tuple(
+            None if (t := tmap.get(name)) is None else
+            (t.ranks, t.dtype, t.density, t.stored, t.value is None, name in returned, name in in_place)
+            for name in names))
+        hit = seen.get(key)
+        if hit is None:
+            m = node_metrics(g, n, free, in_place, returned, masked)
+            local = {t: k for k, t in enumerate(names)}
+            seen[key] = (m, tuple((local[t], b) for t, b in m.bytes_read.items()),
+                         tuple((local[t], b) for t, b in m.bytes_written.items()))
+            out.append(m)
+            continue
+        m, reads, writes = hit
+        out.append(NodeMetrics(n.name, m.kind, m.points, m.macs, m.flops_matrix, m.flops_vector, m.transcendental,
+                               {names[k]: b for k, b in reads}, {names[k]: b for k, b in writes}, m.compute_known,
+                               m.bytes_exact))
+    return tuple(out)
+
+
 def graph_metrics(g: Graph) -> GraphMetrics:
     """Metrics of every node and the graph totals.
 
@@ -371,7 +400,7 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     with gc_paused():
         free, in_place, returned = uncharged_nodes(g), in_place_outputs(g), returned_tensors(g)
         masked = listed_nodes(g, MASKED_WRITES)
-        nodes = tuple(node_metrics(g, n, free, in_place, returned, masked) for n in g.nodes)
+        nodes = _each_form_once(g, free, in_place, returned, masked)
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),

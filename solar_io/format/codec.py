@@ -184,23 +184,24 @@ def _tensor(dec: _Decoder, t: Any, path: tuple) -> Tensor | None:
     n0 = len(dec.issues)
     name = dec.name(d["name"], path + ("name",)) if "name" in d else dec.err(path, "missing 'name'")
     ranks = dec.rank_list(d["ranks"], path + ("ranks",)) if "ranks" in d else dec.err(path, "missing 'ranks'")
-    dt = dec.get(d, "dtype", path, (str,), True, f"tensor {name}")
+    what = f"tensor {name}"
+    dt = dec.get(d, "dtype", path, (str,), True, what)
     if dt is not None and dt not in dtypes.DTYPES:
         dec.err(path + ("dtype",), f"unknown dtype {dt!r}; known: {', '.join(dtypes.DTYPES)}")
-    role = dec.get(d, "role", path, (str,), True, f"tensor {name}")
+    role = dec.get(d, "role", path, (str,), True, what)
     if role is not None and role not in ROLES:
         dec.err(path + ("role",), f"unknown role {role!r}; known: {', '.join(ROLES)}")
-    density = dec.get(d, "density", path, (float,), False, f"tensor {name}")
+    density = dec.get(d, "density", path, (float,), False, what)
     if density is not None and not (0.0 < density <= 1.0):
         dec.err(path + ("density",), f"density must be in (0, 1], got {density}")
-    value = dec.get(d, "value", path, (float,), False, f"tensor {name}")
+    value = dec.get(d, "value", path, (float,), False, what)
     if value is not None and role != "constant":
         dec.err(path + ("value",), "only tensors with role 'constant' may have a value")
     dec.since(d, "tensor", path)
-    generated = dec.get(d, "generated", path, (bool,), False, f"tensor {name}")
+    generated = dec.get(d, "generated", path, (bool,), False, what)
     if generated is not None and (role != "constant" or value is not None or generated is not True):
         dec.err(path + ("generated",), "only constants without a value may be generated, as 'generated: true'")
-    updates = dec.get(d, "updates", path, (str,), False, f"tensor {name}")
+    updates = dec.get(d, "updates", path, (str,), False, what)
     if updates is not None and role != "output":
         dec.err(path + ("updates",), "only outputs may update an input in place ('updates: INPUT')")
     if len(dec.issues) != n0:

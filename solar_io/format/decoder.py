@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from ..affine import is_rank_name, is_tensor_name
@@ -40,8 +41,9 @@ class _Decoder:
         if not isinstance(v, dict):
             self.err(path, f"{what} must be a mapping, got {_kind(v)}")
             return None
+        allowed = _keyset(keys)
         for k in v:
-            if k not in keys:
+            if k not in allowed:
                 if self.lenient:
                     self.warn(path + (str(k),), f"unknown field {k!r} (from a newer minor version) ignored")
                 else:
@@ -58,11 +60,13 @@ class _Decoder:
                 self.err(path + (k,), msg)
 
     def get(self, d: dict, key: str, path: tuple, types: tuple, required: bool, what: str) -> Any:
-        if key not in d:
+        v = d.get(key, _ABSENT)
+        if v is _ABSENT:
             if required:
                 self.err(path, f"missing required field {key!r} in {what}")
             return None
-        v = d[key]
+        if type(v) in types:  # exactly a type asked for (the common case): what _is accepts
+            return v
         if not _is(v, types):
             self.err(path + (key,), f"{key} must be {_names(types)}, got {_kind(v)}")
             return None
@@ -86,6 +90,9 @@ class _Decoder:
         if not isinstance(v, list):
             self.err(path, f"must be a list of rank names, got {_kind(v)}")
             return None
+        known = self.rank_names
+        if all(type(r) is str and r in known for r in v) and len(set(v)) == len(v):
+            return tuple(v)  # names found valid before, none twice
         out = [self.name(r, path + (i,), rank=True) for i, r in enumerate(v)]
         if any(r is None for r in out):
             return None
@@ -93,6 +100,11 @@ class _Decoder:
             self.err(path, f"rank listed twice in {echo(v)}")
             return None
         return tuple(out)  # type: ignore[arg-type]
+
+
+_keyset = cache(frozenset)  # a record's field names (a tuple, in canonical order) as a set
+
+_ABSENT = object()  # a field missing from its mapping (None is a value: null)
 
 
 def _is(v: Any, types: tuple) -> bool:

@@ -45,6 +45,7 @@ class _Validator(_IndexChecks, _DataflowChecks):
         self.issues: list[Issue] = []
         self.sizes = g.rank_sizes
         self.tensors = g.tensor_map
+        self._clean: set[tuple] = set()  # node keys (form, tensors' ranks and dtypes) whose checks found nothing
         try:
             self.version = parse_version(g.version)
         except VersionError as e:
@@ -125,21 +126,35 @@ class _Validator(_IndexChecks, _DataflowChecks):
     # ------------------------------------------------------------------ per node
     def node(self, i: int, n: Node) -> None:
         path = ("nodes", i)
+        sizes, tensors = self.sizes, self.tensors
+        accesses = n.inputs + n.outputs
+        if not (all(r in sizes for r in n.space) and all(a.tensor in tensors for a in accesses)):
+            self._undeclared(path, n)
+            return
+        if any(r not in sizes for a in accesses for r in tensors[a.tensor].ranks):
+            return  # reported with the tensor
+        # A node of the same form over tensors of the same ranks and dtypes as one found clean (the same
+        # layer again under other names) is clean too: its checks read nothing else (node_form).
+        form, names = self.g.node_forms[i]
+        key = (form, tuple((tensors[t].ranks, tensors[t].dtype) if t in tensors else None for t in names))
+        if key in self._clean:
+            return
+        before = len(self.issues)
+        self._since(path, n)
+        getattr(self, f"_{n.kind}")(path, n)
+        if len(self.issues) == before:
+            self._clean.add(key)
+
+    def _undeclared(self, path: tuple, n: Node) -> None:
+        """The errors of a node that names a rank or a tensor nothing declares."""
         for j, r in enumerate(n.space):
             if r not in self.sizes:
                 self.err(path + ("space", j), f"node {n.name}: rank {r} is not declared in ranks")
         for key, accesses in (("inputs", n.inputs), ("output" if n.kind != "opaque" else "outputs", n.outputs)):
             for j, a in enumerate(accesses):
-                p = path + ((key, j) if key != "output" else (key,))
                 if a.tensor not in self.tensors:
-                    self.err(p, f"node {n.name}: tensor {a.tensor!r} is not declared in tensors")
-        if any(a.tensor not in self.tensors or any(r not in self.sizes for r in self.tensors[a.tensor].ranks)
-               for a in n.inputs + n.outputs):
-            return  # already reported
-        if any(r not in self.sizes for r in n.space):
-            return
-        self._since(path, n)
-        getattr(self, f"_{n.kind}")(path, n)
+                    self.err(path + ((key, j) if key != "output" else (key,)),
+                             f"node {n.name}: tensor {a.tensor!r} is not declared in tensors")
 
     def _since(self, path: tuple, n: Node) -> None:
         if self.version >= CURRENT:  # a current graph may use everything

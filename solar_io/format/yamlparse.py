@@ -109,6 +109,9 @@ class _Parser:
         self.ind = indents
         self.con = contents
         self.keys: set[str] = set()
+        # ``key: value`` lines seen before -> (key, value; a list as a tuple): a file repeats most of its
+        # lines (every layer's kind, op, space, map lines), so each distinct line is read once
+        self.seen: dict[str, tuple[str, object]] = {}
 
     def key(self, content: str) -> tuple[str, str | None] | None:
         """(key, rest) when ``content`` is a canonical ``key: value`` or ``key:`` line."""
@@ -133,10 +136,18 @@ class _Parser:
 
     def mapping(self, i: int, indent: int) -> tuple[dict, int]:
         out: dict = {}
-        ind, con = self.ind, self.con
+        ind, con, seen = self.ind, self.con, self.seen
         n = len(con)
         while i < n and ind[i] == indent:
             content = con[i]
+            hit = seen.get(content)
+            if hit is not None:
+                key, value = hit
+                if key in out:
+                    raise _NotCanonical
+                out[key] = list(value) if type(value) is tuple else value
+                i += 1
+                continue
             if content.startswith("- "):
                 break
             kv = self.key(content)
@@ -154,7 +165,9 @@ class _Parser:
                 else:
                     raise _NotCanonical
             else:
-                out[key] = _scalar(rest)
+                value = out[key] = _scalar(rest)
+                if type(value) is not dict:
+                    seen[content] = (key, tuple(value) if type(value) is list else value)
         if i < n and ind[i] > indent:
             raise _NotCanonical
         return out, i

@@ -1,12 +1,13 @@
 """Canonical text: load(dump(g)) == g, dump(load(text)) == text, and both parsers agree."""
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from strategies import graphs
 
 from solar_io import dumps, loads, validate
 from solar_io.format.encode import encode
-from solar_io.format.yamltext import _fast_parse, emit, parse
+from solar_io.format.yamltext import YamlError, _fast_parse, emit, parse
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -41,3 +42,18 @@ def test_keys_that_yaml_reads_as_booleans_are_quoted_and_read_back_fast():
         text = emit({"attrs": {word: 0, "x": 1}})
         assert f'"{word}": 0' in text
         assert _fast_parse(text) == yaml.safe_load(text) == {"attrs": {word: 0, "x": 1}}
+
+
+def test_repeated_lines_are_read_once_and_their_lists_are_not_shared():
+    """The fast parser reads each distinct ``key: value`` line once (a layer's lines repeat in every
+    layer); every mapping still gets its own list, so changing one leaves the others as written, and a
+    repeated key inside one mapping is still refused (handed to libyaml, which names it)."""
+    text = "a:\n  space: [B, S]\n  map: mul\n  n: 3\nb:\n  space: [B, S]\n  map: mul\n  n: 3\n"
+    doc = _fast_parse(text)
+    assert doc == yaml.safe_load(text) == {"a": {"space": ["B", "S"], "map": "mul", "n": 3},
+                                           "b": {"space": ["B", "S"], "map": "mul", "n": 3}}
+    assert doc["a"]["space"] is not doc["b"]["space"]
+    doc["a"]["space"].append("D")
+    assert doc["b"]["space"] == ["B", "S"]
+    with pytest.raises(YamlError, match="duplicate key 'map'"):
+        parse("a:\n  map: mul\n  map: mul\n")

@@ -77,6 +77,7 @@ class Credit:
                 seen[t] = max(seen.get(t, 0.0), b)
 
         self._sums: dict[tuple[int, int], tuple[float, float]] = {}
+        self._windows: tuple[int, list[list[float]], list[list[float]]] = (0, [], [])  # window_sums's tables
 
     def of(self, i: int, j: int, capacity: float) -> float:
         """Bytes of group ``i..j``'s Q that on-chip memory may save because it is not emptied between
@@ -93,6 +94,9 @@ class Credit:
         """(bytes of the roots group ``i..j`` reads that an earlier node touched, bytes of what it writes
         for later groups): what :meth:`of` caps at S; they do not depend on S, so they are kept."""
         got = self._sums.get((i, j))
+        if got is None and j - i < self._windows[0]:
+            _, rd, kp = self._windows
+            return rd[j - i][i], kp[j - i][i]
         if got is None:
             reread: dict[str, float] = {}
             kept: dict[str, float] = {}
@@ -122,7 +126,6 @@ class Credit:
         w = min(w, n)
         reread = [[0.0] * (n - d) for d in range(w)]
         kept = [[0.0] * (n - d) for d in range(w)]
-        sums = self._sums
         fsum = math.fsum
         later = [any(p > k for _, _, p, _ in self.reads[k]) for k in range(n)]  # a read produced after it
         for i in range(n):
@@ -143,10 +146,7 @@ class Credit:
                     if last > j:
                         acc[t] = max(acc.get(t, 0.0), b)
                 kept[d][j - d] = fsum(acc.values())
-        for d in range(w):
-            rd, kp = reread[d], kept[d]
-            for i in range(n - d):
-                sums.setdefault((i, i + d), (rd[i], kp[i]))
+        self._windows = (w, reread, kept)  # what sums() answers for a window it has not summed itself
         return reread, kept
 
 

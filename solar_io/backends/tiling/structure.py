@@ -4,12 +4,12 @@ Transformer layers repeat, so the fusion partition meets the same segment proble
 again under different tensor names. The keys here let :mod:`.partition` solve each distinct
 problem once.
 
-- :func:`node_key`: everything the per-node analysis reads from one node: kind, view flag,
-  iteration space (rank names kept, so a cached tiling's rank names are right), map/reduce,
-  padding, fields the tiling model does not know (:func:`.einsum.unmodeled_fields`), and per
-  access the index expressions, the accessed tensor's ranks, dtype, density and whether it is
-  an immediate, with tensor names replaced by their first position in the node; plus the node's
-  bytes read and written (metrics). :func:`structure` adds whether each access is faithful to its
+- :func:`node_key`: everything the per-node analysis reads from one node: its form
+  (:mod:`solar_io.node_form`: kind, op, view flag, iteration space (rank names kept, so a cached
+  tiling's rank names are right), map/reduce, padding, every other field, and per access the
+  index expressions, with tensor names replaced by their first position in the node), each named
+  tensor's ranks, dtype, density and whether it is stored; plus the node's bytes read and written
+  (metrics). :func:`structure` adds whether each access is faithful to its
   view root (:meth:`solar_io.views.ViewChains.faithful`) and the node's bytes
   by root.
 - :func:`contexts`: per node k, an id of ``(node key, its roots)`` where each root (the tensor a
@@ -32,33 +32,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solar_io.affine import AffineExpr, Indirect
-from solar_io.graph import Graph, Node
+from solar_io.graph import Graph
 from solar_io.metrics import NodeMetrics
 
 from ..traffic.graph import GraphTraffic
-from .einsum import unmodeled_fields
 
 
-def node_key(g: Graph, node: Node, m: NodeMetrics) -> tuple:
-    """The structural key of one node (see the module docstring); tensor names are not in it."""
+def node_key(g: Graph, k: int, m: NodeMetrics) -> tuple:
+    """The structural key of node ``k`` (see the module docstring); tensor names are not in it: its form
+    (``Graph.node_forms``: every field with tensor names as positions), then per tensor it names the
+    ranks, dtype, density and storage, and the bytes it reads and writes of each."""
+    form, names = g.node_forms[k]
     tmap = g.tensor_map
-    local: dict[str, int] = {}
-    for a in (*node.inputs, *node.outputs):
-        local.setdefault(a.tensor, len(local))
-
-    def idx(e: AffineExpr | Indirect) -> tuple:
-        return ("@", local.get(e.tensor, -1)) if type(e) is Indirect else (e.terms, e.const)  # type: ignore[union-attr]
-
-    def acc(a) -> tuple:  # noqa: ANN001
-        t = tmap[a.tensor]
-        index = None if a.index is None else tuple(idx(e) for e in a.index)
-        return local[a.tensor], index, t.ranks, t.dtype, t.density, t.stored
-
-    pad = tuple((local.get(name, -1), dims) for name, dims in node.pad)
-    extra = tuple((f, repr(getattr(node, f))) for f in unmodeled_fields(node))
-    return (node.kind, node.view, node.movement, node.axis, node.space, node.map, node.reduce, pad, node.fill, extra,
-            tuple(acc(a) for a in node.inputs), tuple(acc(a) for a in node.outputs),
+    local = {t: p for p, t in enumerate(names)}
+    return (form, tuple(None if (t := tmap.get(name)) is None else (t.ranks, t.dtype, t.density, t.stored)
+                        for name in names),
             tuple((local[t], b) for t, b in m.bytes_read.items()),
             tuple((local[t], b) for t, b in m.bytes_written.items()))
 
@@ -81,7 +69,7 @@ def structure(g: Graph, metrics: tuple[NodeMetrics, ...], v: GraphTraffic, windo
     for k, (node, m) in enumerate(zip(g.nodes, metrics, strict=True)):
         accesses = (*node.inputs, *node.outputs)
         faithful = tuple(v.chains.faithful(a.tensor) for a in accesses) if v.chains is not None else ()
-        key = (node_key(g, node, m), faithful, tuple(sorted(v.reads[k].values())), tuple(sorted(v.writes[k].values())))
+        key = (node_key(g, k, m), faithful, tuple(sorted(v.reads[k].values())), tuple(sorted(v.writes[k].values())))
         nodes.append(node_ids.setdefault(key, len(node_ids)))
     return with_contexts(g, v, tuple(nodes), window, (range(len(g.nodes)),))
 
@@ -97,24 +85,41 @@ def with_contexts(g: Graph, v: GraphTraffic, nodes: tuple[int, ...], window: int
     roots_of = list(roots) if roots is not None else [  # then roots the traffic adds (a scatter's init read)
         tuple(dict.fromkeys([*(v.root[a.tensor] for a in (*n.inputs, *n.outputs)), *v.reads[k], *v.writes[k]]))
         for k, n in enumerate(g.nodes)]
-    tmap = g.tensor_map
+    tmap, consumers, producer = g.tensor_map, v.consumers, v.producer
 
     def near(d: int) -> int | None:
         return d if -window < d < window else None
+
+    def offsets(cs: tuple[int, ...], k: int) -> tuple[int | None, ...]:
+        """The distinct offsets of consumers ``cs`` (ascending node positions) from ``k`` within the
+        window, ascending, then None once when some consumer is farther."""
+        out: list[int | None] = []
+        far = False
+        for c in cs:
+            d = c - k
+            if -window < d < window:
+                if not out or out[-1] != d:
+                    out.append(d)
+            else:
+                far = True
+        if far:
+            out.append(None)
+        return tuple(out)
 
     for run in runs:
         last: dict[str, tuple[int, int]] = {}
         for k in run:
             node, nk, roots = g.nodes[k], nodes[k], roots_of[k]
+            reads, writes = v.reads[k], v.writes[k]
             desc = []
             for p, r in enumerate(roots):
                 prev = last.get(r)
                 ref = (k - prev[0], prev[1]) if prev is not None and k - prev[0] < window else None
                 last[r] = (k, p)
-                prod = v.producer.get(r)
-                cons = tuple(sorted({near(c - k) for c in v.consumers.get(r, ())}, key=lambda x: (x is None, x or 0)))
+                prod = producer.get(r)
                 desc.append((ref, tmap[r].ranks, v.size.get(r, 0.0), None if prod is None else ("p", near(prod - k)),
-                             cons, r in v.output, v.exposed.get(r), v.reads[k].get(r), v.writes[k].get(r)))
+                             offsets(consumers.get(r, ()), k), r in v.output, v.exposed.get(r), reads.get(r),
+                             writes.get(r)))
             where = tuple(roots.index(v.root[a.tensor]) for a in (*node.inputs, *node.outputs))
             ctxs[k] = ctx_ids.setdefault((nk, tuple(desc), where), len(ctx_ids))
     return Structure(nodes, tuple(ctxs), tuple(roots_of), window)

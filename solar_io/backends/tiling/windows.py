@@ -40,9 +40,12 @@ class Windows:
         self.first: list[tuple[int, int]] = []  # the first window of each context, in the partition's order
         ids = [[0] * (n - d) for d in range(self.w)]
         for j in range(n):
+            cj = context[j]
             for d in range(min(j + 1, self.w)):
                 i = j - d
-                key = context[i:j + 1] if reuse else (i, j)
+                # the contexts of i..j as (the id of i..j-1, that of j): ids[d - 1][i] is set, at j - 1,
+                # and equal tuples of contexts get equal pairs, so ids are numbered as the tuples would be
+                key = (i, j) if not reuse else (-1, cj) if d == 0 else (ids[d - 1][i], cj)
                 k = keys.get(key)
                 if k is None:
                     k = keys[key] = len(self.first)

@@ -110,7 +110,7 @@ def test_window_sums_equal_the_sums_of_each_window(seed: int) -> None:
 
     def table() -> partition.Credit:
         c = partition.Credit.__new__(partition.Credit)
-        c._sums = {}
+        c._sums, c._windows = {}, (0, [], [])
         c.reads, c.writes = [], []
         for k in range(n):
             c.reads.append(tuple((str(rng.choice(roots)), float(rng.integers(1, 9)) / 3, int(rng.integers(-1, n)),
@@ -121,7 +121,7 @@ def test_window_sums_equal_the_sums_of_each_window(seed: int) -> None:
 
     c = table()
     ref = partition.Credit.__new__(partition.Credit)
-    ref._sums, ref.reads, ref.writes = {}, c.reads, c.writes
+    ref._sums, ref._windows, ref.reads, ref.writes = {}, (0, [], []), c.reads, c.writes
     assert any(p > k for k in range(n) for _, _, p, _ in c.reads[k])  # the in-place case is drawn
     reread, kept = c.window_sums(5)
     for d in range(5):
