@@ -119,6 +119,7 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
     notes: dict[str, None] = {}
     unpriced: list[tuple[str, str]] = []
     repriced: list[tuple[int, str, str]] = []
+    routed: dict[tuple, tuple] = {}
     matrix_peaks = {dt: p.value for dt, p in model.spec.units.get("matrix", {}).items()}
     for idx, (f, dbytes) in enumerate(zip(facts, dram, strict=True)):
         mem = dbytes / bw
@@ -138,47 +139,59 @@ def price_nodes(g: Graph, gm: GraphMetrics, model: PeakModel, bw: float, traffic
                                    loads=dram_load, matrix_time=0.0, vector_time=0.0, special_time=0.0, time=mem,
                                    bottleneck="memory" if mem > 0 else "none"))
             continue
-        plan = model.plan(pplan.operands_on(idx, matrix_peaks) or f.dtypes)
-        rule = _rule(plan, work[MATRIX], pplan, idx)
+        operands = pplan.operands_on(idx, matrix_peaks) or f.dtypes
+        dq = pplan.dequants.get(idx)
+        key = (work, frac := f.frac, operands, tuple(sorted({d.origin for d in dq})) if dq else ())
+        got = routed.get(key)  # the nodes of a repeated layer route the same work the same way
+        if got is None:
+            got = routed[key] = _route(g, idx, model, plan := model.plan(operands), work, frac,
+                                       _rule(plan, work[MATRIX], pplan, idx))
+        compute_dtype, rule, fp32_rule, loads, missing, mt, vt, st, texts = got
         if rule:
-            repriced.append((idx, plan.compute_dtype, next((r for r in rule.split("; ") if r in FP32_RULES), "")))
-        frac = f.frac
-        loads: dict[str, Load] = {}
-        missing: list[str] = []
-        for kind in (MATRIX, VECTOR, SPECIAL):
-            w = work[kind]
-            if w <= 0:
-                continue
-            route = plan.routes[kind]
-            if isinstance(route, str):
-                node = g.nodes[idx]
-                raise BoundError(f"node {node.name!r} ({WORK_KINDS[kind]} work in {plan.compute_dtype}): {route}")
-            if route is None:
-                missing.append(WORK_KINDS[kind])
-                continue
-            key = route.key
-            prev = loads.get(key)
-            loads[key] = Load(resource=key, unit=route.unit, work=w * frac + (prev.work if prev else 0.0),
-                              rate=route.peak)
-        for kind, text in plan.notes:
-            if kind < 0 or work[kind] > 0:
-                notes.setdefault(text)
-        mt = vt = st = 0.0
-        for ld in loads.values():
-            if ld.unit == "matrix":
-                mt += ld.work / ld.rate
-            elif ld.unit == "vector":
-                vt += ld.work / ld.rate
-            else:
-                st += ld.work / ld.rate
+            repriced.append((idx, compute_dtype, fp32_rule))
+        for text in texts:
+            notes.setdefault(text)
         t, bn = time_and_bottleneck(mt, vt, st, mem)
         if missing:
             unpriced.extend((f.common["name"], k) for k in missing)
-        nodes.append(NodeBound(**f.common, memory_time=mem, dram_bytes=dbytes, compute_dtype=plan.compute_dtype,
-                               effectual_fraction=frac, compute_known=True, unpriced=tuple(missing),
-                               loads=tuple(loads.values()) + dram_load, matrix_time=mt, vector_time=vt,
+        nodes.append(NodeBound(**f.common, memory_time=mem, dram_bytes=dbytes, compute_dtype=compute_dtype,
+                               effectual_fraction=frac, compute_known=True, unpriced=missing,
+                               loads=loads + dram_load, matrix_time=mt, vector_time=vt,
                                special_time=st, time=t, bottleneck=bn, precision=rule))
     return Priced(tuple(nodes), tuple(notes), tuple(unpriced), tuple(repriced))
+
+
+def _route(g: Graph, idx: int, model: PeakModel, plan: Plan, work: tuple[float, float, float], frac: float,
+           rule: str | None) -> tuple:
+    """What :func:`price_nodes` needs of node ``idx``'s compute, the same for every node of that work,
+    effectual fraction, operand dtypes and precision rules: (compute dtype, rule, its fp32 part, the
+    compute loads, the work kinds no unit prices, the matrix, vector and special seconds, the notes)."""
+    loads: dict[str, Load] = {}
+    missing: list[str] = []
+    for kind in (MATRIX, VECTOR, SPECIAL):
+        w = work[kind]
+        if w <= 0:
+            continue
+        route = plan.routes[kind]
+        if isinstance(route, str):
+            raise BoundError(f"node {g.nodes[idx].name!r} ({WORK_KINDS[kind]} work in {plan.compute_dtype}): {route}")
+        if route is None:
+            missing.append(WORK_KINDS[kind])
+            continue
+        key = route.key
+        prev = loads.get(key)
+        loads[key] = Load(resource=key, unit=route.unit, work=w * frac + (prev.work if prev else 0.0), rate=route.peak)
+    texts = tuple(text for kind, text in plan.notes if kind < 0 or work[kind] > 0)
+    mt = vt = st = 0.0
+    for ld in loads.values():
+        if ld.unit == "matrix":
+            mt += ld.work / ld.rate
+        elif ld.unit == "vector":
+            vt += ld.work / ld.rate
+        else:
+            st += ld.work / ld.rate
+    fp32_rule = next((r for r in rule.split("; ") if r in FP32_RULES), "") if rule else ""
+    return plan.compute_dtype, rule, fp32_rule, tuple(loads.values()), tuple(missing), mt, vt, st, texts
 
 
 def _rule(plan: Plan, matrix_work: float, pplan: PrecisionPlan, idx: int) -> str | None:
