@@ -20,6 +20,7 @@ from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
 from ..graph import PHASES, Graph, Node, Tensor
+from ..node_form import local_form
 from ..node_lists import MASKED_WRITES, NODE_LISTS, UNCHARGED
 from ..ops import MAP_OPS, REDUCE_OPS, arity_ok
 from .kernels import split_kernels
@@ -135,7 +136,8 @@ class _Validator(_IndexChecks, _DataflowChecks):
             return  # reported with the tensor
         # A node of the same form over tensors of the same ranks and dtypes as one found clean (the same
         # layer again under other names) is clean too: its checks read nothing else (node_form).
-        form, names = self.g.node_forms[i]
+        # (a graph of repeat blocks checks a few instances of each: the forms of the others are not needed)
+        form, names = local_form(n) if self.g.repeats else self.g.node_forms[i]
         key = (form, tuple((tensors[t].ranks, tensors[t].dtype) if t in tensors else None for t in names))
         if key in self._clean:
             return
