@@ -24,6 +24,10 @@ _PLAIN_BODY = re.compile(r"[A-Za-z0-9_@.\-/+*() ,\[\]:=<>~^;!?%&$']*\Z")
 _FLOW_UNSAFE = re.compile(r"[,\[\]{}]")
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
+#: The first characters PyYAML's resolver knows an implicit type (bool, int, null, ...) for; it looks a
+#: plain word up by its first character only (and tries its wildcard resolvers, none by default)
+_RESOLVED_FIRST = frozenset(k for k in yaml.resolver.Resolver.yaml_implicit_resolvers if k)
+_WILDCARD = None in yaml.resolver.Resolver.yaml_implicit_resolvers
 
 
 @lru_cache(maxsize=1 << 16)
@@ -33,6 +37,8 @@ def _plain_ok(s: str, flow: bool) -> bool:
         return False
     if ": " in s or s.endswith(":") or s.endswith(" ") or "  " in s or (flow and _FLOW_UNSAFE.search(s)):
         return False
+    if s[0] not in _RESOLVED_FIRST and not _WILDCARD:  # no implicit type starts so: a string (most names)
+        return True
     return _RESOLVER.resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG
 
 
@@ -73,18 +79,19 @@ def format_float(x: float) -> str:
     return r
 
 
-_STR_TEXT: dict[tuple[str, bool], str] = {}
+#: The text of each string written before, in block context and in a flow list (a file repeats most)
+_STR_TEXT: tuple[dict[str, str], dict[str, str]] = ({}, {})
 
 
 def scalar_text(v: object, flow: bool = False) -> str:
     """Canonical text of one scalar."""
     if type(v) is str:
-        key = (v, flow)
-        text = _STR_TEXT.get(key)
+        texts = _STR_TEXT[flow]
+        text = texts.get(v)
         if text is None:
             text = v if _plain_ok(v, flow) else _quote(v)
-            if len(_STR_TEXT) < 1 << 18:
-                _STR_TEXT[key] = text
+            if len(texts) < 1 << 18:
+                texts[v] = text
         return text
     if v is None:
         return "null"
@@ -108,10 +115,18 @@ def _is_scalar(v: object) -> bool:
 def _flow_list(items: list) -> str | None:
     """``[a, b]`` when every item is a number, bool, null or flow-safe plain string."""
     texts = []
+    known = _STR_TEXT[True]
     for v in items:
-        if not _is_scalar(v):
+        if type(v) is str:
+            t = known.get(v)
+            if t is None:
+                if not _plain_ok(v, True):  # it would be quoted: no flow list (an access such as x[B, S])
+                    return None
+                t = v
+        elif _is_scalar(v):
+            t = scalar_text(v, flow=True)
+        else:
             return None
-        t = scalar_text(v, flow=True)
         if t[0] == '"':
             return None
         texts.append(t)
@@ -121,9 +136,15 @@ def _flow_list(items: list) -> str | None:
 def _emit(obj: object, indent: int, out: list[str]) -> None:
     pad = " " * indent
     if isinstance(obj, dict):
+        block = _STR_TEXT[False]
         for k, v in obj.items():
-            key = scalar_text(k)
-            if isinstance(v, dict) and v:
+            key = block.get(k) if type(k) is str else None
+            if key is None:
+                key = scalar_text(k)
+            if type(v) is str:  # the common case first: a plain string written before
+                text = block.get(v)
+                out.append(f"{pad}{key}: {text if text is not None else scalar_text(v)}")
+            elif isinstance(v, dict) and v:
                 out.append(f"{pad}{key}:")
                 _emit(v, indent + 2, out)
             elif isinstance(v, list) and v:

@@ -45,6 +45,35 @@ ALWAYS_VIEWS = frozenset({"aten.view", "aten._unsafe_view", "aten.squeeze", "ate
                           "aten.unflatten", "aten.alias"})
 
 
+class LazyArrays(dict):
+    """Constant name -> its array, or a function giving it, called when the array is first read: the
+    validation reads them, so a capture that skips it never builds a 4096 x 4096 causal mask (0.13 s of
+    a Llama-3-70B capture on 2 cores).
+
+    >>> d = LazyArrays(a=lambda: np.ones(2))
+    >>> d["a"].tolist(), d.get("b")
+    ([1.0, 1.0], None)
+    """
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        v = super().__getitem__(name)
+        if callable(v):
+            v = v()
+            super().__setitem__(name, v)
+        return v
+
+    def get(self, name: str, default: Any = None) -> Any:  # noqa: ANN401
+        return self[name] if name in self else default
+
+    def items(self):  # noqa: ANN201 - every array built first
+        for name in self:
+            self[name]  # noqa: B018
+        return super().items()
+
+    def values(self):  # noqa: ANN201
+        return dict(self.items()).values()
+
+
 @dataclass
 class LowerCtx:
     """What a rule sees: the builder, the fx node being lowered and node-emitting helpers."""
@@ -54,7 +83,7 @@ class LowerCtx:
     node: Any = None  # the torch.fx.Node being lowered
     op: str = ""
     noncontig: set[str] = field(default_factory=set)
-    const_data: dict[str, np.ndarray] = field(default_factory=dict)
+    const_data: dict[str, np.ndarray] = field(default_factory=lambda: LazyArrays())
     data_cache: dict[Any, T] = field(default_factory=dict)
     lowered_ops: set[str] = field(default_factory=set)
     opaque_targets: set[Any] = field(default_factory=set)
@@ -115,7 +144,7 @@ class LowerCtx:
         if full_key is not None and full_key in self.data_cache:
             return self.data_cache[full_key]
         t = T(self.b.tensor(f"{self.name}.{suffix}", ranks, dtype, "constant", generated=True))
-        self.const_data[t.name] = arr() if callable(arr) else arr
+        self.const_data[t.name] = arr  # a function is called when the array is first read (LazyArrays)
         if full_key is not None:
             self.data_cache[full_key] = t
         return t

@@ -86,8 +86,8 @@ def _scores(ctx: LowerCtx, lay: _Layout, k: T, scale: float, causal: bool, attrs
                  lay.kv(k, lay.E)], access(s.name, sc_ranks), "mul", "add", attrs=attrs, location=ctx.location)
     x = ctx.ew("mul", s, float(scale), suffix="scaled")
     if causal:
-        mask = ctx.index_table(np.tril(np.ones((lay.n, lay.m), bool)), [lay.S, lay.T], "bool", suffix="causal_mask",
-                               key="causal")
+        mask = ctx.index_table(lambda: np.tril(np.ones((lay.n, lay.m), bool)), [lay.S, lay.T], "bool",
+                               suffix="causal_mask", key="causal")
         x = ctx.ew("where", mask, x, float("-inf"), suffix="masked")
     return x
 

@@ -178,7 +178,7 @@ def tril(ctx: LowerCtx, a: Args) -> T:
     x, k = a.self, a.diagonal or 0
     xs, xr = ctx.shape(x), ctx.ranks(x)
     n, m = xs[-2], xs[-1]
-    mask = np.tril(np.ones((n, m), bool), k) if ctx.op == "aten.tril" else np.triu(np.ones((n, m), bool), k)
-    t = ctx.index_table(mask, xr[-2:], "bool", suffix="mask", key=(ctx.op, k))
+    tri = np.tril if ctx.op == "aten.tril" else np.triu
+    t = ctx.index_table(lambda: tri(np.ones((n, m), bool), k), xr[-2:], "bool", suffix="mask", key=(ctx.op, k))
     return ctx.ew("where", t, x, 0.0 if not ctx.dtype(x).startswith(("int", "bool")) else 0,
                   dtype=ctx.out_dtype())
