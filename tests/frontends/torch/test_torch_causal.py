@@ -34,3 +34,19 @@ def test_causal_scores_are_declared_as_the_triangle():
     assert tri.nodes[i].matrix_time == pytest.approx(kept * rect.nodes[i].matrix_time)
     # the causal mask is generated (0 bytes either way): the triangle lowers the compute, not the bytes
     assert tri.unfused.compute_time < rect.unfused.compute_time and tri.unfused.time <= rect.unfused.time
+
+
+def test_the_causal_table_is_built_only_when_the_validation_reads_it():
+    """The mask is a generated table: a capture without validation never builds its array (a 4096 x 4096
+    one per capture of a long-sequence model), and the validation reads torch's tril(ones(n, m)) itself."""
+    import numpy as np
+
+    from solar_io.frontends.torch.loader import load_source
+
+    cap = torch_frontend.capture_source(load_source(MODEL), validate=False)
+    data = cap.lowered.const_data
+    (name,) = [t.name for t in cap.graph.tensors if t.generated and t.dtype == "bool"]
+    assert callable(dict.__getitem__(data, name))  # not built
+    assert np.array_equal(data[name], np.tril(np.ones((16, 16), bool)))
+    assert isinstance(dict.__getitem__(data, name), np.ndarray)  # built once, kept
+    assert torch_frontend.capture_file(MODEL).validation.status == "passed"
