@@ -8,10 +8,12 @@ reuse the answer for every node of that form, renaming what it says.
 
 :func:`local_form` gives ``(form, names)``: ``names`` are the tensors the node names (its accesses
 in order, then ``init``, ``pad`` and ``@`` index tensors not accessed), and ``form`` is every field
-of the node with each tensor name replaced by its position in ``names``, except the fields that
-name the node itself or where it comes from (``name``, ``location``, ``kernel``, ``phase``).
-Two nodes with equal forms whose tensors at each position agree in what the pass reads (ranks,
-dtype, ...) get the same answer up to renaming.
+of the node that says what it computes, with each tensor name replaced by its position in
+``names``: not the fields that name the node or where it comes from (``name``, ``op``,
+``location``, ``kernel``, ``phase``, the source op's ``attrs``: an optimizer node's ``param``
+names its layer's weight), and of ``reason`` only whether there is one. Two nodes with equal forms
+whose tensors at each position agree in what the pass reads (ranks, dtype, ...) get the same answer
+up to renaming.
 
 >>> from solar_io.affine import parse_access
 >>> from solar_io.graph import Node
@@ -50,8 +52,8 @@ def local_form(n: Node) -> tuple[tuple, tuple[str, ...]]:
     inputs, outputs = tuple(acc(a) for a in n.inputs), tuple(acc(a) for a in n.outputs)
     init = None if n.init is None else local.setdefault(n.init, len(local))
     pad = tuple((local.setdefault(t, len(local)), dims) for t, dims in n.pad) if n.pad else ()
-    form = (n.kind, n.op, n.space, n.map, n.reduce, n.movement, n.axis, n.view, n.fill, n.reason, n.attrs, n.scan,
-            inputs, outputs, init, pad)
+    form = (n.kind, n.space, n.map, n.reduce, n.movement, n.axis, n.view, n.fill, bool((n.reason or "").strip()),
+            n.scan, inputs, outputs, init, pad)
     return form, tuple(local)
 
 

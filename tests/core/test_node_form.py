@@ -50,6 +50,9 @@ def test_layers_share_a_form_up_to_names():
     assert f0 == f1 == f2 and n1 == ("h0", "w1", "h1") and n2 == ("h1", "w2", "h2")
     # kernel and location (the source call) differ per layer and are not part of the form
     assert local_form(g.nodes[0])[0] == local_form(g.nodes[1])[0]
+    # nor the source op's attributes: an optimizer node's param names its layer's weight
+    tagged = [replace(n, attrs=(("param", f"w{i}"),)) for i, n in enumerate(g.nodes)]
+    assert len({f for f, _ in forms(tuple(tagged))}) == 1
     twice = replace(g.nodes[1], inputs=(g.nodes[1].inputs[0], replace(g.nodes[1].inputs[1], tensor="h0")))
     assert forms((g.nodes[1], twice))[1][0] == 1  # one tensor read twice: another problem
 

@@ -5,9 +5,10 @@ again under different tensor names. The keys here let :mod:`.partition` solve ea
 problem once.
 
 - :func:`node_key`: everything the per-node analysis reads from one node: its form
-  (:mod:`solar_io.node_form`: kind, op, view flag, iteration space (rank names kept, so a cached
-  tiling's rank names are right), map/reduce, padding, every other field, and per access the
-  index expressions, with tensor names replaced by their first position in the node), each named
+  (:mod:`solar_io.node_form`: kind, view flag, iteration space (rank names kept, so a cached
+  tiling's rank names are right), map/reduce, padding, every other field of what it computes, and
+  per access the index expressions, with tensor names replaced by their first position in the
+  node; not its op or source attributes), each named
   tensor's ranks, dtype, density and whether it is stored; plus the node's bytes read and written
   (metrics). :func:`structure` adds whether each access is faithful to its
   view root (:meth:`solar_io.views.ViewChains.faithful`) and the node's bytes
