@@ -120,6 +120,13 @@ CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten.logical_and": (lambda a, b: aten.logical_and.default(a, b), [boolean(3, 4), boolean(4)]),
     "aten.logical_or": (lambda a, b: aten.logical_or.default(a, b), [r(3, 4), r(3, 4)]),
     "aten.logical_not": (lambda a: aten.logical_not.default(a), [boolean(5)]),
+    # Python's & and | on masks, and diff (transformers' causal-mask and packed-sequence code)
+    "aten.bitwise_and": (lambda a, b: aten.bitwise_and.Tensor(a, b), [boolean(3, 4), boolean(3, 4)]),
+    "aten.__and__": (lambda a, b: aten.__and__.Tensor(a, b), [boolean(3, 4), boolean(4)]),
+    "aten.__or__": (lambda a, b: aten.__or__.Tensor(a, b), [boolean(3, 4), boolean(3, 4)]),
+    "aten.diff": (lambda x, p, ids, m: (aten.diff.default(x, 1, 0), aten.diff.default(ids, 1, -1, p),
+                                        aten.diff.default(x, 1, -1, None, x[:, :2]), aten.diff.default(m)),
+                  [r(4, 5), ints(9, 3, 1), ints(9, 3, 6), boolean(2, 7)]),
     "aten.bitwise_not": (lambda a: aten.bitwise_not.default(a), [ints(100, 4, 3)]),
     # packed fp4 and nibble unpacking (rules/fp4.py): uint8 bytes, masks of signed integers too
     "aten.view.dtype": (lambda b: aten.view.dtype(aten.view.dtype(b, torch.float4_e2m1fn_x2), torch.uint8) & 15,

@@ -11,6 +11,7 @@ import math
 
 from ..ctx import Args, LowerCtx, T
 from ..registry import NoLowering, rule
+from .shape import concat, slice_dim
 
 _UNARY = {
     "aten.abs": "abs", "aten.neg": "neg", "aten.exp": "exp", "aten.log": "log", "aten.sqrt": "sqrt",
@@ -49,6 +50,7 @@ _BINARY = {
     "aten.mul": "mul", "aten.maximum": "max", "aten.minimum": "min", "aten.eq": "eq", "aten.ne": "ne",
     "aten.lt": "lt", "aten.le": "le", "aten.gt": "gt", "aten.ge": "ge", "aten.logical_and": "and",
     "aten.logical_or": "or", "aten.bitwise_and": "and", "aten.bitwise_or": "or",
+    "aten.__and__": "and", "aten.__or__": "or",  # Python's & and | (transformers' mask functions)
     "aten.atan2": "atan2", "aten.fmod": "fmod", "aten.remainder": "remainder",
 }
 
@@ -59,6 +61,24 @@ def binary(ctx: LowerCtx, a: Args) -> T:
     if m in ("and", "or") and ctx.out_dtype() != "bool":
         raise NoLowering("bitwise op on integers")
     return ctx.ew(m, a.self, a.other, dtype=ctx.out_dtype())
+
+
+@rule("aten.diff")
+def diff(ctx: LowerCtx, a: Args) -> T:
+    """``x[1:] - x[:-1]`` along ``dim`` (``!=`` of booleans: torch's logical xor), two slice views and one
+    elementwise node, after joining ``prepend``, ``x`` and ``append`` along ``dim`` as eager does
+    (transformers' packed-sequence check prepends a column); higher orders are left to the
+    decomposition."""
+    if (a.n if a.n is not None else 1) != 1:
+        raise NoLowering("diff with n > 1")
+    x = a.self
+    dim = (a.dim if a.dim is not None else -1) % len(ctx.shape(x))
+    parts = [p for p in (a.prepend, x, a.append) if p is not None]
+    if len(parts) > 1:
+        x = concat(ctx, parts, dim, suffix="joined")
+    size = ctx.shape(x)[dim]
+    later, earlier = slice_dim(ctx, x, dim, 1, size, 1), slice_dim(ctx, x, dim, 0, size - 1, 1)
+    return ctx.ew("ne" if ctx.dtype(x) == "bool" else "sub", later, earlier, dtype=ctx.out_dtype())
 
 
 @rule("aten.add", "aten.sub")
