@@ -33,6 +33,12 @@ from __future__ import annotations
 from .affine import Access, Indirect
 from .graph import Node
 
+#: The node fields a form leaves out (module docstring); ``reason`` enters as whether there is one. Every
+#: other field of :class:`~solar_io.graph.Node` is in the form (a test keeps the two lists complete).
+LEFT_OUT = frozenset({"name", "op", "location", "attrs", "kernel", "phase"})
+IN_FORM = frozenset({"kind", "space", "map", "reduce", "movement", "axis", "view", "fill", "reason", "scan",
+                     "inputs", "outputs", "init", "pad"})
+
 
 def local_form(n: Node) -> tuple[tuple, tuple[str, ...]]:
     """``(form, names)`` of node ``n`` (module docstring)."""
@@ -76,4 +82,4 @@ def forms(nodes: tuple[Node, ...]) -> tuple[tuple[int, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-__all__ = ["forms", "local_form"]
+__all__ = ["IN_FORM", "LEFT_OUT", "forms", "local_form"]

@@ -9,13 +9,13 @@ constant with a value) is no bytes; a layer listed under ``uncharged_work`` is c
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from solar_io import graph_metrics, loads, node_metrics, validate
 from solar_io.format.yamltext import emit
-from solar_io.graph import Assumption
+from solar_io.graph import Assumption, Node
 from solar_io.metrics import in_place_outputs, returned_tensors, uncharged_nodes
-from solar_io.node_form import forms, local_form
+from solar_io.node_form import IN_FORM, LEFT_OUT, forms, local_form
 from solar_io.node_lists import UNCHARGED
 
 M, E = 8, 4
@@ -84,3 +84,9 @@ def test_validation_checks_each_tensor_behind_a_clean_form():
     errors = [i.message for i in validate(bad) if i.severity == "error"]
     assert any("node l1" in m and "w1" in m for m in errors), errors
     assert not any("node l0" in m for m in errors)
+
+
+def test_every_node_field_is_in_the_form_or_left_out_on_purpose():
+    """A field added to Node must be placed: in the form (the memos then tell nodes apart by it) or among
+    the fields left out (which no memoised pass reads)."""
+    assert {f.name for f in fields(Node)} == IN_FORM | LEFT_OUT and not IN_FORM & LEFT_OUT

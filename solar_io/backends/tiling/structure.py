@@ -41,7 +41,7 @@ from ..traffic.graph import GraphTraffic
 
 def node_key(g: Graph, k: int, m: NodeMetrics) -> tuple:
     """The structural key of node ``k`` (see the module docstring); tensor names are not in it: its form
-    (``Graph.node_forms``: every field with tensor names as positions), then per tensor it names the
+    (``Graph.node_forms``: what it computes, with tensor names as positions), then per tensor it names the
     ranks, dtype, density and storage, and the bytes it reads and writes of each."""
     form, names = g.node_forms[k]
     tmap = g.tensor_map

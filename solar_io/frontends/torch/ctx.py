@@ -71,7 +71,8 @@ class LazyArrays(dict):
         return super().items()
 
     def values(self):  # noqa: ANN201
-        return dict(self.items()).values()
+        self.items()
+        return super().values()
 
 
 @dataclass
@@ -83,7 +84,7 @@ class LowerCtx:
     node: Any = None  # the torch.fx.Node being lowered
     op: str = ""
     noncontig: set[str] = field(default_factory=set)
-    const_data: dict[str, np.ndarray] = field(default_factory=lambda: LazyArrays())
+    const_data: dict[str, np.ndarray] = field(default_factory=LazyArrays)
     data_cache: dict[Any, T] = field(default_factory=dict)
     lowered_ops: set[str] = field(default_factory=set)
     opaque_targets: set[Any] = field(default_factory=set)

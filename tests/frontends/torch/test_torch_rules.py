@@ -366,3 +366,30 @@ CONV_CONFIGS += [
     (2, True, 4, 4, 3, 2, (1, 2), (2, 3), 2, (1, 0), 5), (2, True, 2, 2, 5, 4, 3, 2, 1, 0, 4),
     (3, True, 2, 2, 3, (2, 1, 2), 1, (2, 1, 3), 1, 0, 3),
 ]
+
+
+def test_diff_with_a_prepend_of_another_dtype_is_promoted_as_eager_does() -> None:
+    """``diff(int ids, append=float)`` joins at the promoted dtype: the rule leaves it to the decomposition
+    (joining at the ids' dtype would truncate the appended values), and the graph still matches eager."""
+    src = _source("diff_promoted", lambda: _FnModule(lambda ids, p: aten.diff.default(ids, 1, -1, None, p)),
+                  [ints(9, 3, 6), lambda: torch.rand(3, 1) * 5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cap = capture_source(src, validate=True)
+    assert not cap.lowered.opaque, cap.lowered.opaque
+    assert cap.graph.validation.status == "passed", cap.graph.validation.reason
+    assert [t.dtype for t in cap.graph.tensors if t.role == "output"] == ["fp32"]
+
+
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_cat_and_stack_of_mixed_dtypes_promote_as_eager_does(op: str) -> None:
+    """``torch.cat([ints, floats])`` is float: every part is cast to the promoted dtype (casting to the first
+    part's dtype truncated the floats)."""
+    join = getattr(aten, op).default
+    src = _source(f"{op}_promoted", lambda: _FnModule(lambda ids, p: join([ids, p], 0) * 1),
+                  [ints(9, 3, 6), lambda: torch.rand(3, 6) * 5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cap = capture_source(src, validate=True)
+    assert cap.graph.validation.status == "passed", cap.graph.validation.reason
+    assert [t.dtype for t in cap.graph.tensors if t.role == "output"] == ["fp32"]

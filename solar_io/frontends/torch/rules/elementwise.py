@@ -74,6 +74,8 @@ def diff(ctx: LowerCtx, a: Args) -> T:
     x = a.self
     dim = (a.dim if a.dim is not None else -1) % len(ctx.shape(x))
     parts = [p for p in (a.prepend, x, a.append) if p is not None]
+    if any(ctx.dtype(p) != ctx.dtype(x) for p in parts):  # the join would promote: the decomposition's cat
+        raise NoLowering("diff with prepend or append of another dtype")
     if len(parts) > 1:
         x = concat(ctx, parts, dim, suffix="joined")
     size = ctx.shape(x)[dim]

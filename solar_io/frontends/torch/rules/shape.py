@@ -188,17 +188,18 @@ def cat(ctx: LowerCtx, a: Args) -> T:
     if len(xs) == 1:
         return ctx.copy(xs[0])
     dim = (a.dim if a.dim is not None else 0) % len(ctx.shape(xs[0]))
-    return concat(ctx, xs, dim)
+    return concat(ctx, xs, dim, dtype=ctx.out_dtype())
 
 
-def concat(ctx: LowerCtx, xs: Sequence[T], dim: int, suffix: str | None = None) -> T:
-    """``xs`` joined along ``dim``."""
+def concat(ctx: LowerCtx, xs: Sequence[T], dim: int, suffix: str | None = None, dtype: str | None = None) -> T:
+    """``xs`` joined along ``dim``, each cast to ``dtype`` (torch's promotion of the parts, as ``cat`` and
+    ``stack`` give it; the first part's dtype when not given)."""
     r0 = ctx.ranks(xs[0])
     total = sum(ctx.shape(x)[dim] for x in xs)
     axis = ctx.b.rank(family(r0[dim]) if family(r0[dim]) != "U" else "J", total, r0)
     out_ranks = list(r0)
     out_ranks[dim] = axis
-    dt = ctx.dtype(xs[0])
+    dt = dtype or ctx.dtype(xs[0])
     srcs = [ctx.cast(x, dt, suffix=f"cast{i}") for i, x in enumerate(xs)]
     out = ctx.tensor(out_ranks, dt, suffix)
     ctx.b.concat(out.name, ctx.op, [s.name for s in srcs], out.name, axis, attrs={"dim": dim},
@@ -216,4 +217,4 @@ def stack(ctx: LowerCtx, a: Args) -> T:
         s = list(ctx.shape(x))
         s.insert(dim, 1)
         parts.append(ctx.reshape(x, s, suffix=f"u{i}"))
-    return concat(ctx, parts, dim)
+    return concat(ctx, parts, dim, dtype=ctx.out_dtype())
