@@ -368,17 +368,23 @@ CONV_CONFIGS += [
 ]
 
 
-def test_diff_with_a_prepend_of_another_dtype_is_promoted_as_eager_does() -> None:
-    """``diff(int ids, append=float)`` joins at the promoted dtype: the rule leaves it to the decomposition
-    (joining at the ids' dtype would truncate the appended values), and the graph still matches eager."""
-    src = _source("diff_promoted", lambda: _FnModule(lambda ids, p: aten.diff.default(ids, 1, -1, None, p)),
-                  [ints(9, 3, 6), lambda: torch.rand(3, 1) * 5])
+def _promoted_capture(name: str, fn: Callable) -> object:
+    """``fn(ids, x)`` of int64 ids and fp32 x, captured and validated against eager."""
+    src = _source(name, lambda: _FnModule(fn), [ints(9, 3, 6), lambda: torch.rand(3, 6) * 5])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cap = capture_source(src, validate=True)
     assert not cap.lowered.opaque, cap.lowered.opaque
     assert cap.graph.validation.status == "passed", cap.graph.validation.reason
     assert [t.dtype for t in cap.graph.tensors if t.role == "output"] == ["fp32"]
+    return cap
+
+
+def test_diff_with_an_append_of_another_dtype_is_promoted_as_eager_does() -> None:
+    """``diff(int ids, append=float)`` joins at the promoted dtype (joining at the ids' dtype truncated the
+    appended values), lowered by the diff rule."""
+    cap = _promoted_capture("diff_promoted", lambda ids, p: aten.diff.default(ids, 1, -1, None, p[:, :1]))
+    assert "aten.diff" in cap.lowered.lowered_ops
 
 
 @pytest.mark.parametrize("op", ["cat", "stack"])
@@ -386,10 +392,5 @@ def test_cat_and_stack_of_mixed_dtypes_promote_as_eager_does(op: str) -> None:
     """``torch.cat([ints, floats])`` is float: every part is cast to the promoted dtype (casting to the first
     part's dtype truncated the floats)."""
     join = getattr(aten, op).default
-    src = _source(f"{op}_promoted", lambda: _FnModule(lambda ids, p: join([ids, p], 0) * 1),
-                  [ints(9, 3, 6), lambda: torch.rand(3, 6) * 5])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cap = capture_source(src, validate=True)
-    assert cap.graph.validation.status == "passed", cap.graph.validation.reason
-    assert [t.dtype for t in cap.graph.tensors if t.role == "output"] == ["fp32"]
+    cap = _promoted_capture(f"{op}_promoted", lambda ids, p: join([ids, p], 0) * 1)
+    assert f"aten.{op}" in cap.lowered.lowered_ops

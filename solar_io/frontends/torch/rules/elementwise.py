@@ -74,10 +74,8 @@ def diff(ctx: LowerCtx, a: Args) -> T:
     x = a.self
     dim = (a.dim if a.dim is not None else -1) % len(ctx.shape(x))
     parts = [p for p in (a.prepend, x, a.append) if p is not None]
-    if any(ctx.dtype(p) != ctx.dtype(x) for p in parts):  # the join would promote: the decomposition's cat
-        raise NoLowering("diff with prepend or append of another dtype")
-    if len(parts) > 1:
-        x = concat(ctx, parts, dim, suffix="joined")
+    if len(parts) > 1:  # joined at torch's promotion of the parts, which is also diff's result dtype
+        x = concat(ctx, parts, dim, suffix="joined", dtype=ctx.out_dtype())
     size = ctx.shape(x)[dim]
     later, earlier = slice_dim(ctx, x, dim, 1, size, 1), slice_dim(ctx, x, dim, 0, size - 1, 1)
     return ctx.ew("ne" if ctx.dtype(x) == "bool" else "sub", later, earlier, dtype=ctx.out_dtype())
