@@ -7,11 +7,15 @@ under the separate ``.venv-accelforge`` interpreter.
 AccelForge's mapper renders every mapping with graphviz's ``dot`` and writes ``mapping.svg``
 into the working directory; :func:`evaluate` therefore runs in a temporary directory and,
 when ``dot`` is not installed, puts a stub ``dot`` (it prints an empty SVG) on ``PATH`` for
-the duration of the call: the drawing is not used.
+the duration of the call: the drawing is not used. The call's temporary folder (``tempfile.tempdir``
+and ``TMPDIR``) is one folder per process, removed when the process exits: AccelForge's mapper writes a
+``.pkl`` file there for each table it memory-maps and never removes it (60 files were left in ``/tmp``
+per test run), and its worker pool outlives one call, keeping the folder it started with.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -28,10 +32,22 @@ INSTALL_HINT = ("AccelForge is not importable here: it needs Python >= 3.12. Ins
 _DOT_STUB = '#!/bin/sh\necho \'<svg xmlns="http://www.w3.org/2000/svg"></svg>\'\n'
 
 
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> str:
+    """This process's temporary folder for AccelForge (made once, removed at exit)."""
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="solar-io-accelforge-tmp-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return _SCRATCH[0]
+
+
 @contextlib.contextmanager
 def sandbox() -> Iterator[Path]:
-    """A temporary working directory, with a stub ``dot`` on PATH when graphviz is absent."""
-    old_cwd, old_path = os.getcwd(), os.environ.get("PATH", "")
+    """A temporary working directory, with a stub ``dot`` on PATH when graphviz is absent, and the
+    process's temporary folder for AccelForge's files (:func:`_scratch`)."""
+    old_cwd, old_path, old_tmp = os.getcwd(), os.environ.get("PATH", ""), (tempfile.tempdir, os.environ.get("TMPDIR"))
     with tempfile.TemporaryDirectory(prefix="solar-io-accelforge-") as d:
         if shutil.which("dot") is None:
             stub = Path(d) / "bin" / "dot"
@@ -40,11 +56,17 @@ def sandbox() -> Iterator[Path]:
             stub.chmod(0o755)
             os.environ["PATH"] = f"{stub.parent}{os.pathsep}{old_path}"
         os.chdir(d)
+        tempfile.tempdir = os.environ["TMPDIR"] = _scratch()
         try:
             yield Path(d)
         finally:
             os.chdir(old_cwd)
             os.environ["PATH"] = old_path
+            tempfile.tempdir = old_tmp[0]
+            if old_tmp[1] is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = old_tmp[1]
 
 
 def load_spec(workload: str | Path, arch: str | Path | None = None) -> Any:

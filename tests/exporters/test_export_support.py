@@ -124,8 +124,12 @@ def run_checks(tasks: list[dict], workdir: Path, timeout: float = 600.0, process
     order. Each process imports AccelForge once (about 2.5 s of CPU), so the tasks share a few
     processes rather than one each: the mappings are dealt round robin, the loads (quick) go with
     the first. ``timeout`` is a hang guard only: the work takes under a minute on a quiet 2-core
-    machine, and timed out at 170 s beside the other xdist worker and a load of 8."""
+    machine, and timed out at 170 s beside the other xdist worker and a load of 8. The processes' temporary
+    folder is one of ``workdir`` and must be empty after them: AccelForge's mapper leaves a ``.pkl`` file
+    there per memory-mapped table unless ``accelforge_eval.sandbox`` gives it a folder of its own."""
     py = require_accelforge()
+    tmp = workdir / "tmp"
+    tmp.mkdir(exist_ok=True)
     maps = [t for t in tasks if t["kind"] == "map"]
     groups = [[t for t in tasks if t["kind"] != "map"]] + [[] for _ in range(processes - 1)]
     for i, t in enumerate(maps):
@@ -136,7 +140,8 @@ def run_checks(tasks: list[dict], workdir: Path, timeout: float = 600.0, process
         f = workdir / f"tasks{i}.json"
         f.write_text(json.dumps(group))
         procs.append(subprocess.Popen([str(py), str(CHECK), str(f)], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, cwd=workdir))
+                                      stderr=subprocess.PIPE, text=True, cwd=workdir,
+                                      env={**os.environ, "TMPDIR": str(tmp)}))
     by_id: dict[int, dict] = {}
     for group, p in zip(groups, procs, strict=True):
         try:
@@ -148,6 +153,8 @@ def run_checks(tasks: list[dict], workdir: Path, timeout: float = 600.0, process
         assert p.returncode == 0, f"accelforge_check.py failed:\n{err[-3000:]}"
         for t, r in zip(group, json.loads(out.strip().splitlines()[-1]), strict=True):
             by_id[id(t)] = r
+    left = sorted(p.name for p in tmp.iterdir())
+    assert not left, f"AccelForge left {len(left)} files in the temporary folder: {left[:5]}"
     return [by_id[id(t)] for t in tasks]
 
 
