@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from .capture import Capture
 
 
-RANDOM_OPS = frozenset({
-    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_", "uniform",
-    "uniform_", "bernoulli", "bernoulli_", "multinomial", "randperm", "exponential_", "random_", "cauchy_",
-    "log_normal_", "geometric_", "poisson"})
+#: The ops that draw random numbers, by aten name. An in-place sampler (``exponential_``) runs under that
+#: name eagerly and reaches the exported graph as its functional op (``aten.exponential``): both are listed.
+_SAMPLERS = ("normal", "uniform", "bernoulli", "exponential", "random", "cauchy", "log_normal", "geometric")
+RANDOM_OPS = frozenset({"rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "multinomial",
+                        "randperm", "poisson", *_SAMPLERS, *(f"{s}_" for s in _SAMPLERS)})
 
 
 class RandomRecorder(torch.utils._python_dispatch.TorchDispatchMode):

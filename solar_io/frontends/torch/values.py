@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from .eager_record import RANDOM_OPS
 from .routing import Routing
 from .tables import TABLES as TABLES  # re-exported: specialise imports it from here
 
@@ -35,9 +36,6 @@ SMALL_INTEGER = 1 << 26
 #: Input tensors whose values the meta pass knows: integer/bool ones up to SMALL, floating ones up to this.
 SMALL_FLOAT_INPUT = 1 << 16
 aten = torch.ops.aten
-_RANDOM = frozenset({"rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_",
-                     "uniform", "uniform_", "bernoulli", "bernoulli_", "multinomial", "randperm", "exponential_",
-                     "random_", "cauchy_", "log_normal_", "geometric_", "poisson"})
 
 
 # --------------------------------------------------------------------------- the plan
@@ -205,7 +203,7 @@ class _Tracker(TorchDispatchMode):
 
     def _propagate(self, func: Any, args: tuple, kwargs: dict, out: Any, outs: list[torch.Tensor]) -> None:
         missing = not outs or any(not small(t) for t in outs) \
-            or func._schema.name.split("::")[-1] in _RANDOM  # (CPU draws would not be the validation's)
+            or func._schema.name.split("::")[-1] in RANDOM_OPS  # (CPU draws would not be the validation's)
 
         def conv(a: Any) -> Any:
             nonlocal missing

@@ -164,6 +164,28 @@ def test_random_ops_are_replayed(tmp_path: Path, capsys: pytest.CaptureFixture) 
     assert {n.op for n in g.nodes if n.kind == "opaque"} == {"aten.randn_like", "aten.rand"}
 
 
+def test_in_place_samplers_are_replayed(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """In-place samplers (``exponential_``, ``uniform_``, ``geometric_`` ... as PhiMoE's router jitter draws
+    them in training mode) reach the graph as their functional ops (``aten.exponential``): replayed too."""
+    src = write(tmp_path, "jitter.py", """\
+        import torch
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                gumbel = torch.empty_like(x).exponential_().log()
+                keep = torch.rand_like(x).uniform_() > 0.75
+                tries = torch.empty_like(x).geometric_(0.5)
+                return torch.where(keep, x - gumbel, x) * tries
+        def get_inputs():
+            return [torch.randn(6, 16)]
+    """)
+    code, out, err = run(capsys, str(src))
+    assert code == 0, err
+    g = loads(out)
+    assert g.validation.status == "passed", g.validation.reason
+    assert {n.op for n in g.nodes if n.kind == "opaque"} == {"aten.exponential", "aten.rand_like", "aten.uniform",
+                                                             "aten.geometric"}
+
+
 def test_no_validate_and_budget(capsys: pytest.CaptureFixture) -> None:
     code, out, _ = run(capsys, str(MODELS / "mlp.py"), "--no-validate")
     assert code == 0 and loads(out).validation.status == "skipped"
