@@ -182,9 +182,31 @@ def _is_hf(m: nn.Module) -> bool:
     return cfg is not None and hasattr(cfg, "num_hidden_layers") and hasattr(m, "get_input_embeddings")
 
 
-def _hf_layout(m: nn.Module) -> tuple[CacheLayout, int]:
-    """The cache layout and vocabulary of a Hugging Face causal LM, from its config."""
+def _recurrent_layers(m: nn.Module) -> list[str]:
+    """The layers of a Hugging Face model's ``DynamicCache`` that keep a recurrent state (a convolution's
+    window, an SSM or linear-attention state: Mamba, Jamba, RecurrentGemma, Qwen3-Next ...) rather than
+    keys and values, as ``"<index> (<layer class>)"``."""
+    from transformers import DynamicCache
+
+    try:
+        layers = DynamicCache(config=m.config).layers
+    except Exception:  # a config DynamicCache cannot read: the layout from the config alone
+        return []
+    return [f"{i} ({type(layer).__name__})" for i, layer in enumerate(layers)
+            if hasattr(layer, "recurrent_states") or hasattr(layer, "conv_states")]
+
+
+def _hf_layout(m: nn.Module, name: str) -> tuple[CacheLayout, int]:
+    """The cache layout and vocabulary of a Hugging Face causal LM, from its config. CaptureError naming
+    ``name`` for a model whose cache is not keys and values in every layer."""
     cfg = m.config.get_text_config(decoder=True) if hasattr(m.config, "get_text_config") else m.config
+    recurrent = _recurrent_layers(m)
+    if recurrent or not hasattr(cfg, "num_attention_heads"):
+        what = (f"layers {', '.join(recurrent[:4])}{' ...' if len(recurrent) > 4 else ''} keep a recurrent state"
+                if recurrent else f"its config ({type(cfg).__name__}) has no attention heads")
+        raise CaptureError(f"{name}: --phase: {what}, not keys and values; a step over a recurrent state "
+                           "(convolution and SSM states) is not supported: capture the whole sequence without "
+                           "--phase")
     if getattr(cfg, "kv_lora_rank", None) and getattr(cfg, "qk_rope_head_dim", None):  # MLA: the latent
         return CacheLayout(cfg.num_hidden_layers, (1, cfg.kv_lora_rank), (1, cfg.qk_rope_head_dim)), cfg.vocab_size
     heads = cfg.num_attention_heads
@@ -313,7 +335,7 @@ def step_source(source: Source, step: Step) -> Source:
                                "forward takes (its PagedAttentionCache lives inside the continuous-batching generate "
                                "loop); use --cache dynamic or static, or a plain decoder taking (k, v) page pools "
                                "and a block table")
-        layout, vocab = _hf_layout(probe)
+        layout, vocab = _hf_layout(probe, source.name)
         if step.cache == "static":
             buffer = step.kv_len + int(step.seq or 0)  # StaticCache's max_cache_len: the step's slots included
         else:

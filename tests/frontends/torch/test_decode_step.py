@@ -181,7 +181,30 @@ def test_deepseek_mla_caches_its_latent() -> None:
     holder = nn.Module()
     holder.config = transformers.DeepseekV3Config(vocab_size=V, hidden_size=D, num_hidden_layers=3,
                                                   num_attention_heads=H, kv_lora_rank=32, qk_rope_head_dim=8)
-    assert _hf_layout(holder) == (CacheLayout(3, (1, 32), (1, 8)), V)
+    assert _hf_layout(holder, "m.py") == (CacheLayout(3, (1, 32), (1, 8)), V)
     holder.config = transformers.LlamaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2,
                                              num_attention_heads=H, num_key_value_heads=KV)
-    assert _hf_layout(holder) == (CacheLayout(2, (KV, HD), (KV, HD)), V)
+    assert _hf_layout(holder, "m.py") == (CacheLayout(2, (KV, HD), (KV, HD)), V)
+
+
+def test_a_recurrent_state_is_refused_with_its_layers_named() -> None:
+    """Mamba keeps convolution and SSM states, Jamba one such layer per attention layer, RWKV has no
+    attention at all: a step over a KV cache is refused in one line naming the file and the layers (it
+    raised AttributeError for ``num_attention_heads``, or failed inside torch.export for Jamba)."""
+    transformers = pytest.importorskip("transformers")
+    from torch import nn
+
+    from solar_io.frontends.torch.phases import _hf_layout
+
+    holder = nn.Module()
+    holder.config = transformers.MambaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, state_size=8)
+    with pytest.raises(CaptureError, match=r"^m\.py: --phase: layers 0 \(\w+\), 1 \(\w+\) keep a recurrent state"):
+        _hf_layout(holder, "m.py")
+    holder.config = transformers.JambaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=H,
+                                             num_key_value_heads=KV, attn_layer_period=2, attn_layer_offset=1,
+                                             expert_layer_period=2, expert_layer_offset=1, num_experts=2)
+    with pytest.raises(CaptureError, match=r"layers 0 \(\w+\) keep a recurrent state"):
+        _hf_layout(holder, "m.py")
+    holder.config = transformers.RwkvConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2)
+    with pytest.raises(CaptureError, match="RwkvConfig. has no attention heads"):
+        _hf_layout(holder, "m.py")
