@@ -36,6 +36,9 @@ Two kinds of model take part:
   ``min(kv_len, window - 1)`` positions (all it keeps) and its position counter is set to kv_len,
   so its mask is the window's. ``paged`` is refused: transformers has no paged cache that a
   forward takes (its ``PagedAttentionCache`` lives inside the continuous-batching generate loop).
+- **Hugging Face models whose cache keeps recurrent states** (Mamba, Jamba, Qwen3-Next, Bamba ...:
+  transformers' ``LinearAttentionLayer``): :mod:`.state_step`, ``dynamic`` only; the states are inputs
+  and are updated in place.
 - **Plain PyTorch decoders** with a method ``kv_cache_layout() -> (layers, kv_heads, head_dim)``
   and a forward ``forward(ids, past_key_values, block_table=None, cache="dynamic", kv_len=None)``, where
   ``past_key_values`` is a list of per-layer ``(k, v)`` pairs (page pools for ``paged``). The
@@ -74,6 +77,8 @@ from .loader import Source
 PHASES = ("prefill", "decode")
 CACHES = ("static", "dynamic", "paged")
 DEFAULT_PAGE = 16
+#: the names of the recurrent-state inputs of a step (:mod:`.state_step`).
+STATE_INPUTS = ("conv_state_", "ssm_state_")
 
 
 @dataclass(frozen=True)
@@ -197,16 +202,15 @@ def _recurrent_layers(m: nn.Module) -> list[str]:
 
 
 def _hf_layout(m: nn.Module, name: str) -> tuple[CacheLayout, int]:
-    """The cache layout and vocabulary of a Hugging Face causal LM, from its config. CaptureError naming
-    ``name`` for a model whose cache is not keys and values in every layer."""
+    """The cache layout and vocabulary of a Hugging Face causal LM whose cache is keys and values in every
+    layer, from its config (a model with recurrent cache layers is :mod:`.state_step`'s). CaptureError
+    naming ``name`` for a model with no attention heads whose cache transformers does not keep (RWKV's
+    state is an argument of its own)."""
     cfg = m.config.get_text_config(decoder=True) if hasattr(m.config, "get_text_config") else m.config
-    recurrent = _recurrent_layers(m)
-    if recurrent or not hasattr(cfg, "num_attention_heads"):
-        what = (f"layers {', '.join(recurrent[:4])}{' ...' if len(recurrent) > 4 else ''} keep a recurrent state"
-                if recurrent else f"its config ({type(cfg).__name__}) has no attention heads")
-        raise CaptureError(f"{name}: --phase: {what}, not keys and values; a step over a recurrent state "
-                           "(convolution and SSM states) is not supported: capture the whole sequence without "
-                           "--phase")
+    if not hasattr(cfg, "num_attention_heads"):
+        raise CaptureError(f"{name}: --phase: its config ({type(cfg).__name__}) has no attention heads and "
+                           "transformers' DynamicCache keeps no recurrent state for it: a step over its state is "
+                           "not supported; capture the whole sequence without --phase")
     if getattr(cfg, "kv_lora_rank", None) and getattr(cfg, "qk_rope_head_dim", None):  # MLA: the latent
         return CacheLayout(cfg.num_hidden_layers, (1, cfg.kv_lora_rank), (1, cfg.qk_rope_head_dim)), cfg.vocab_size
     heads = cfg.num_attention_heads
@@ -335,6 +339,10 @@ def step_source(source: Source, step: Step) -> Source:
                                "forward takes (its PagedAttentionCache lives inside the continuous-batching generate "
                                "loop); use --cache dynamic or static, or a plain decoder taking (k, v) page pools "
                                "and a block table")
+        if _recurrent_layers(probe):
+            from .state_step import state_source
+
+            return state_source(source, step, probe)
         layout, vocab = _hf_layout(probe, source.name)
         if step.cache == "static":
             buffer = step.kv_len + int(step.seq or 0)  # StaticCache's max_cache_len: the step's slots included
@@ -401,15 +409,21 @@ def record_step(g: Graph, step: Step) -> Graph:
     """``g`` with the step's assumption appended; CaptureError if no cache input of the step's
     length reached the graph (the model ignored its cache)."""
     cache = tuple(t.name for t in g.tensors if t.role == "input" and not t.dtype.startswith(("int", "uint", "bool")))
-    written = tuple(t.name for t in g.tensors if t.role == "output" and len(t.ranks) == 4)  # (b, kv, pos, hd)
+    written = tuple(t.name for t in g.tensors if t.role == "output"  # (b, kv, pos, hd), or a state updated
+                    and (len(t.ranks) == 4 or (t.updates or "").startswith(STATE_INPUTS)))
     if step.kv_len and not cache:
         raise CaptureError(f"{g.name}: the {step.phase} step's graph reads no KV cache input (the model ignored "
                            "past_key_values?)")
     full = {step.kv_len, step.kv_len + int(step.seq or 0)}  # a static HF buffer holds the step's slots too
-    if step.kv_len and step.cache != "paged" and not any(full & set(g.shape(n)) or _window(g.shape(n), step.kv_len)
-                                                          for n in cache):
+    kv = [n for n in cache if not n.startswith(STATE_INPUTS)]  # recurrent states hold no positions
+    if step.kv_len and step.cache != "paged" and kv and not any(
+            full & set(g.shape(n)) or _window(g.shape(n), step.kv_len) for n in kv):
         raise CaptureError(f"{g.name}: no cache input of the graph has kv_len = {step.kv_len} positions")
-    return replace(g, assumptions=(*g.assumptions, step.assumption(cache, written)))
+    record = step.assumption(cache, written)
+    if any(n.startswith(STATE_INPUTS) for n in cache):
+        record = replace(record, detail=record.detail + " with recurrent states (convolution windows, SSM or linear "
+                         "attention states: conv_state_*, ssm_state_*) read and updated in place")
+    return replace(g, assumptions=(*g.assumptions, record))
 
 
 def _window(shape: tuple[int, ...], kv_len: int) -> bool:
