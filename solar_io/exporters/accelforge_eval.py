@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -32,22 +33,20 @@ INSTALL_HINT = ("AccelForge is not importable here: it needs Python >= 3.12. Ins
 _DOT_STUB = '#!/bin/sh\necho \'<svg xmlns="http://www.w3.org/2000/svg"></svg>\'\n'
 
 
-_SCRATCH: list[str] = []
-
-
+@functools.cache
 def _scratch() -> str:
     """This process's temporary folder for AccelForge (made once, removed at exit)."""
-    if not _SCRATCH:
-        _SCRATCH.append(tempfile.mkdtemp(prefix="solar-io-accelforge-tmp-"))
-        atexit.register(shutil.rmtree, _SCRATCH[0], True)
-    return _SCRATCH[0]
+    d = tempfile.mkdtemp(prefix="solar-io-accelforge-tmp-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 @contextlib.contextmanager
 def sandbox() -> Iterator[Path]:
     """A temporary working directory, with a stub ``dot`` on PATH when graphviz is absent, and the
     process's temporary folder for AccelForge's files (:func:`_scratch`)."""
-    old_cwd, old_path, old_tmp = os.getcwd(), os.environ.get("PATH", ""), (tempfile.tempdir, os.environ.get("TMPDIR"))
+    old_cwd, old_path = os.getcwd(), os.environ.get("PATH", "")
+    old_tempdir, old_tmpdir_env = tempfile.tempdir, os.environ.get("TMPDIR")
     with tempfile.TemporaryDirectory(prefix="solar-io-accelforge-") as d:
         if shutil.which("dot") is None:
             stub = Path(d) / "bin" / "dot"
@@ -62,11 +61,11 @@ def sandbox() -> Iterator[Path]:
         finally:
             os.chdir(old_cwd)
             os.environ["PATH"] = old_path
-            tempfile.tempdir = old_tmp[0]
-            if old_tmp[1] is None:
+            tempfile.tempdir = old_tempdir
+            if old_tmpdir_env is None:
                 os.environ.pop("TMPDIR", None)
             else:
-                os.environ["TMPDIR"] = old_tmp[1]
+                os.environ["TMPDIR"] = old_tmpdir_env
 
 
 def load_spec(workload: str | Path, arch: str | Path | None = None) -> Any:

@@ -73,12 +73,11 @@ from torch import nn
 from ...graph import Assumption, Graph
 from ..common.errors import CaptureError, InputSpecError
 from .loader import Source
+from .state_step import STATE_INPUTS, has_recurrent_layers, state_source
 
 PHASES = ("prefill", "decode")
 CACHES = ("static", "dynamic", "paged")
 DEFAULT_PAGE = 16
-#: the names of the recurrent-state inputs of a step (:mod:`.state_step`).
-STATE_INPUTS = ("conv_state_", "ssm_state_")
 
 
 @dataclass(frozen=True)
@@ -185,20 +184,6 @@ def _token_ids(step: Step, vocab: int, gen: torch.Generator | None) -> torch.Ten
 def _is_hf(m: nn.Module) -> bool:
     cfg = getattr(m, "config", None)
     return cfg is not None and hasattr(cfg, "num_hidden_layers") and hasattr(m, "get_input_embeddings")
-
-
-def _recurrent_layers(m: nn.Module) -> list[str]:
-    """The layers of a Hugging Face model's ``DynamicCache`` that keep a recurrent state (a convolution's
-    window, an SSM or linear-attention state: Mamba, Jamba, RecurrentGemma, Qwen3-Next ...) rather than
-    keys and values, as ``"<index> (<layer class>)"``."""
-    from transformers import DynamicCache
-
-    try:
-        layers = DynamicCache(config=m.config).layers
-    except Exception:  # a config DynamicCache cannot read: the layout from the config alone
-        return []
-    return [f"{i} ({type(layer).__name__})" for i, layer in enumerate(layers)
-            if hasattr(layer, "recurrent_states") or hasattr(layer, "conv_states")]
 
 
 def _hf_layout(m: nn.Module, name: str) -> tuple[CacheLayout, int]:
@@ -339,9 +324,7 @@ def step_source(source: Source, step: Step) -> Source:
                                "forward takes (its PagedAttentionCache lives inside the continuous-batching generate "
                                "loop); use --cache dynamic or static, or a plain decoder taking (k, v) page pools "
                                "and a block table")
-        if _recurrent_layers(probe):
-            from .state_step import state_source
-
+        if has_recurrent_layers(probe):
             return state_source(source, step, probe)
         layout, vocab = _hf_layout(probe, source.name)
         if step.cache == "static":
@@ -409,8 +392,8 @@ def record_step(g: Graph, step: Step) -> Graph:
     """``g`` with the step's assumption appended; CaptureError if no cache input of the step's
     length reached the graph (the model ignored its cache)."""
     cache = tuple(t.name for t in g.tensors if t.role == "input" and not t.dtype.startswith(("int", "uint", "bool")))
-    written = tuple(t.name for t in g.tensors if t.role == "output"  # (b, kv, pos, hd), or a state updated
-                    and (len(t.ranks) == 4 or (t.updates or "").startswith(STATE_INPUTS)))
+    written = tuple(t.name for t in g.tensors if t.role == "output"  # (b, kv, pos, hd), or a cache input updated
+                    and (len(t.ranks) == 4 or t.updates in cache))
     if step.kv_len and not cache:
         raise CaptureError(f"{g.name}: the {step.phase} step's graph reads no KV cache input (the model ignored "
                            "past_key_values?)")

@@ -30,14 +30,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..common.errors import CaptureError
 
-#: the cache entries a slot can be, in input order within a layer: keys, values, then the states.
-KINDS = ("keys", "values", "conv", "recurrent")
-_PREFIX = {"keys": "k_cache", "values": "v_cache", "conv": "conv_state", "recurrent": "ssm_state"}
+#: what a slot holds, in input order within a layer -> (input name prefix, attribute of the cache layer).
+SLOTS = {"keys": ("k_cache", "keys"), "values": ("v_cache", "values"), "conv": ("conv_state", "conv_states"),
+         "recurrent": ("ssm_state", "recurrent_states")}
+#: the input names of the recurrent states (they hold no positions: ``phases.record_step``).
+STATE_INPUTS = tuple(f"{SLOTS[k][0]}_" for k in ("conv", "recurrent"))
 
 
 @dataclass(frozen=True)
 class StateSlot:
-    """One cache tensor of a step: the layer, what it holds (:data:`KINDS`), the state's index within the
+    """One cache tensor of a step: the layer, what it holds (a key of :data:`SLOTS`), the state's index within the
     layer (0 but for a layer with several states), and its shape and dtype.
 
     >>> f32 = torch.float32
@@ -53,7 +55,12 @@ class StateSlot:
 
     @property
     def name(self) -> str:
-        return f"{_PREFIX[self.kind]}_{self.layer}" + (f"_{self.index}" if self.index else "")
+        return f"{SLOTS[self.kind][0]}_{self.layer}" + (f"_{self.index}" if self.index else "")
+
+    def of(self, cache: Any) -> torch.Tensor:
+        """This slot's tensor in ``cache`` (a transformers ``DynamicCache``)."""
+        got = getattr(cache.layers[self.layer], SLOTS[self.kind][1])
+        return got[self.index] if self.kind in ("conv", "recurrent") else got
 
 
 class _ShapesOnly(TorchDispatchMode):
@@ -87,6 +94,22 @@ def _eager_experts(m: nn.Module) -> Iterator[None]:
             c._experts_implementation = saved[k]
 
 
+def is_recurrent(layer: Any) -> bool:
+    """Whether a layer of a transformers cache keeps recurrent states (a ``LinearAttentionLayer``)."""
+    return hasattr(layer, "conv_states") or hasattr(layer, "recurrent_states")
+
+
+def has_recurrent_layers(m: nn.Module) -> bool:
+    """Whether a Hugging Face model's ``DynamicCache`` has a recurrent layer (False where transformers is
+    absent or cannot build a cache from the model's config)."""
+    try:
+        from transformers import DynamicCache
+
+        return any(is_recurrent(layer) for layer in DynamicCache(config=m.config).layers)
+    except Exception:  # ImportError, or a config DynamicCache cannot read: the key/value layout from the config
+        return False
+
+
 def cache_keyword(lm: nn.Module) -> str:
     """The name the model's forward takes its cache under (``cache`` in transformers' newer signatures,
     ``past_key_values`` before)."""
@@ -116,9 +139,9 @@ def state_slots(lm: nn.Module, batch: int, positions: int | Sequence[int], name:
             for kind, t in (("keys", keys), ("values", layer.values)):
                 b, h, _, d = t.shape
                 slots.append(StateSlot(i, kind, 0, (b, h, lengths[i], d), t.dtype))
-        if hasattr(layer, "conv_states") or hasattr(layer, "recurrent_states"):
-            states = [(kind, k, t) for kind, attr in (("conv", "conv_states"), ("recurrent", "recurrent_states"))
-                      for k, t in sorted(getattr(layer, attr, {}).items()) if isinstance(t, torch.Tensor)]
+        if is_recurrent(layer):
+            states = [(kind, k, t) for kind in ("conv", "recurrent")
+                      for k, t in sorted(getattr(layer, SLOTS[kind][1], {}).items()) if isinstance(t, torch.Tensor)]
             if not states:
                 raise CaptureError(f"{name}: --phase: cache layer {i} ({type(layer).__name__}) is recurrent but the "
                                    "model keeps its state outside the cache: a step over it is not supported")
@@ -126,11 +149,12 @@ def state_slots(lm: nn.Module, batch: int, positions: int | Sequence[int], name:
     return slots
 
 
-def state_tensors(slots: Sequence[StateSlot], gen: torch.Generator | None = None) -> list[torch.Tensor]:
-    """One tensor per slot on the default device: random values (empty on ``meta``)."""
+def state_tensors(slots: Sequence[StateSlot]) -> list[torch.Tensor]:
+    """One tensor per slot on the default device: random values from torch's global generator (which
+    validation seeds), empty on ``meta``."""
     if torch.get_default_device().type == "meta":
         return [torch.empty(s.shape, dtype=s.dtype) for s in slots]
-    return [torch.randn(s.shape, dtype=torch.float32, generator=gen).to(s.dtype) for s in slots]
+    return [torch.randn(s.shape, dtype=torch.float32).to(s.dtype) for s in slots]
 
 
 class HFStateStep(nn.Module):
@@ -158,7 +182,7 @@ class HFStateStep(nn.Module):
                 if hasattr(layer, "cumulative_length"):  # a sliding-window layer counts every position seen
                     layer.cumulative_length = past
             elif kind in ("conv", "recurrent"):
-                attr = "conv_states" if kind == "conv" else "recurrent_states"
+                attr = SLOTS[kind][1]
                 layer.lazy_initialization(**{attr: t, "state_idx": k})
                 getattr(layer, attr)[k] = t
                 layer.has_previous_state[k] = True
@@ -169,14 +193,7 @@ class HFStateStep(nn.Module):
             kwargs["position_ids"] = (torch.arange(s, device=ids.device) + past).unsqueeze(0).expand(ids.shape[0], s)
         with _fixed_shape_masks():
             out = self.lm(**kwargs)
-        after = []
-        for sl in self.slots:
-            layer = cache.layers[sl.layer]
-            after.append(layer.keys if sl.kind == "keys" else layer.values if sl.kind == "values"
-                         else (layer.conv_states if sl.kind == "conv" else layer.recurrent_states)[sl.index])
-        return (out.logits, *after)
-
-
+        return (out.logits, *(sl.of(cache) for sl in self.slots))
 
 
 def state_source(source: Any, step: Any, probe: nn.Module) -> Any:
@@ -190,10 +207,7 @@ def state_source(source: Any, step: Any, probe: nn.Module) -> Any:
         raise CaptureError(f"{source.name}: --cache {step.cache}: the model's cache keeps recurrent states, which "
                            "transformers keeps in a DynamicCache only: use --cache dynamic")
     cfg = probe.config.get_text_config(decoder=True) if hasattr(probe.config, "get_text_config") else probe.config
-    from transformers import DynamicCache
-
-    layers = len(DynamicCache(config=probe.config).layers)
-    slots = state_slots(probe, step.batch, _hf_dynamic_lengths(probe, step, layers), source.name)
+    slots = state_slots(probe, step.batch, _hf_dynamic_lengths(probe, step, cfg.num_hidden_layers), source.name)
     vocab, base_model = int(cfg.vocab_size), source.model_factory
     named = _named_forward(HFStateStep, ["ids", *(s.name for s in slots)])
 
@@ -206,4 +220,5 @@ def state_source(source: Any, step: Any, probe: nn.Module) -> Any:
     return replace(source, model_factory=model, inputs_factory=inputs)
 
 
-__all__ = ["KINDS", "HFStateStep", "StateSlot", "cache_keyword", "state_slots", "state_source", "state_tensors"]
+__all__ = ["SLOTS", "STATE_INPUTS", "HFStateStep", "StateSlot", "cache_keyword", "has_recurrent_layers", "is_recurrent",
+           "state_slots", "state_source", "state_tensors"]

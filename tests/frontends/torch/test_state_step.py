@@ -3,8 +3,10 @@
 Small Mamba and Jamba models from configs (random weights, nothing downloaded). Mamba's cache is, per
 layer, a convolution window (B, C, K) and an SSM state (B, C, N), C = expand x hidden; Jamba has one
 Mamba layer and one attention layer (keys and values of kv_len positions) with a mixture of experts.
-By hand (fp32): a decode step reads every state whole and writes it whole once (the window shifts by
-one token, the SSM state is replaced). Skipped without transformers (optional extra ``zoo``).
+By hand (fp32): the program reads every state whole and writes it whole once (the window shifts by
+one token, the SSM state is replaced). The oldest column of each window is read by transformers'
+``cat`` though no output uses it: the bound charges it (1/K of the window reads; not a minimum).
+Skipped without transformers (optional extra ``zoo``).
 """
 
 from __future__ import annotations
@@ -94,8 +96,7 @@ def test_the_step_continues_a_prefill_as_the_whole_sequence_does() -> None:
         with torch.device("meta"):
             probe = MambaForCausalLM(lm.config)
         slots = state_slots(probe, B, L, "mamba.py")
-        states = [(cache.layers[s.layer].conv_states if s.kind == "conv" else cache.layers[s.layer].recurrent_states)
-                  [s.index].clone() for s in slots]
+        states = [s.of(cache).clone() for s in slots]
         logits = HFStateStep(lm, Step("decode", batch=B, kv_len=L), slots)(ids[:, L:], *states)[0][:, -1]
     assert torch.allclose(logits, whole, atol=1e-4), (logits - whole).abs().max()
 

@@ -217,15 +217,29 @@ def test_an_fft_is_captured_with_a_bytes_only_bound_and_its_node_listed(tmp_path
 
 # ----------------------------------------------------------------------------- published values
 
-def test_published_values_match_by_axes_and_keep_the_strictest():
+def _bench_module():
     import importlib.util
 
-    path = ROOT / "benchmarks" / "sol_execbench.py"
-    spec = importlib.util.spec_from_file_location("sol_execbench", path)
+    spec = importlib.util.spec_from_file_location("sol_execbench", ROOT / "benchmarks" / "sol_execbench.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_published_values_match_by_axes_and_keep_the_strictest():
+    mod = _bench_module()
     entries = [{"axes": {"M": 4, "N": 8}, "sol_ms": 0.5, "baseline_latency_ms": 2.0},
                {"axes": {"M": 4, "N": 8}, "sol_ms": 0.4, "baseline_latency_ms": 3.0},  # same axes, other inputs
                {"axes": {"M": 2, "N": 8}, "sol_ms": 0.1, "baseline_latency_ms": 0.2}]
     assert mod.match_published(entries, {"M": 4, "N": 8, "K": 3}) == (0.4e-3, 2.0e-3)
     assert mod.match_published(entries, {"M": 3, "N": 8}) == (None, None)
+
+
+def test_the_report_counts_a_violating_workload_once():
+    """A workload whose fused and cache-aware SOLs both exceed its baseline is one violating workload (two
+    lines), not two of the workloads measured."""
+    row = {"subset": "L1", "captured": True, "opaque": 0, "capture_s": 1.0, "bound_s": 0.1}
+    rows = [{**row, "problem": "L1/a", "key": "u1", "fused": 2e-3, "cache": 2e-3, "baseline": 1e-3},
+            {**row, "problem": "L1/a", "key": "u2", "fused": 1e-3, "cache": 1e-3, "baseline": 3e-3}]
+    text = _bench_module().report({"rows": rows, "failures": []}, "b200", "cmd")
+    assert "1 of 2 workloads with a measured baseline (2 lines below)" in text
