@@ -319,6 +319,11 @@ def step_source(source: Source, step: Step) -> Source:
     probe = source.model("meta")
     buffer = step.kv_len  # positions per cache input
     if _is_hf(probe):
+        try:
+            import transformers  # noqa: F401
+        except ImportError as e:
+            raise CaptureError(f"{source.name}: --phase: the model is a Hugging Face model (a config with "
+                               "num_hidden_layers), whose cache needs transformers: pip install 'solar-io[zoo]'") from e
         if step.cache == "paged":
             raise CaptureError(f"{source.name}: --cache paged: transformers has no paged KV cache that a model's "
                                "forward takes (its PagedAttentionCache lives inside the continuous-batching generate "

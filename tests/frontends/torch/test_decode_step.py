@@ -199,3 +199,32 @@ def test_a_model_without_attention_or_cached_state_is_refused_in_one_line() -> N
     holder.config = transformers.RwkvConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2)
     with pytest.raises(CaptureError, match=r"^m\.py: --phase: its config \(RwkvConfig\) has no attention heads"):
         _hf_layout(holder, "m.py")
+
+
+def test_a_hugging_face_shaped_model_without_transformers_is_one_line(tmp_path) -> None:
+    """A module with a ``config`` (num_hidden_layers) and ``get_input_embeddings`` is stepped through
+    transformers' caches; without transformers that is one line naming the file, not an ImportError."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is not None:
+        pytest.skip("transformers is installed here")
+    p = tmp_path / "hfish.py"
+    p.write_text("""\
+import types
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = types.SimpleNamespace(num_hidden_layers=1, vocab_size=8)
+        self.emb = torch.nn.Embedding(8, 4)
+    def get_input_embeddings(self):
+        return self.emb
+    def forward(self, ids):
+        return self.emb(ids)
+
+def get_inputs():
+    return [torch.zeros(1, 2, dtype=torch.long)]
+""")
+    with pytest.raises(CaptureError, match=r"^.*hfish\.py: --phase: .*pip install 'solar-io\[zoo\]'"):
+        capture_file(p, step=Step("decode", kv_len=4), validate=False)
