@@ -216,7 +216,7 @@ import torch
 class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.config = types.SimpleNamespace(num_hidden_layers=1, vocab_size=8)
+        self.config = types.SimpleNamespace(num_hidden_layers=1, vocab_size=8, num_attention_heads=2, hidden_size=4)
         self.emb = torch.nn.Embedding(8, 4)
     def get_input_embeddings(self):
         return self.emb
