@@ -260,8 +260,8 @@ def _scatter_reads(g: Graph, nodes: Sequence[NodeMetrics], chains: ViewChains | 
                 later[r] = max(later.get(r, 0.0), b if r == t else chains.root_bytes(t, b))  # type: ignore[union-attr]
     for out, b in later.items():
         root, written = alias[out]
-        if tmap[root].role in BOUNDARY_ROLES and tmap[root].role != "output":
-            source[root] = max(source.get(root, 0.0), b - written)
+        if tmap[root].role in BOUNDARY_ROLES and tmap[root].role != "output":  # a fill reads nothing
+            source[root] = max(source.get(root, 0.0), min(b - written, tensor_bytes(g, tmap[root])))
 
 
 def _lost(g: Graph, n: Node, tensor: str) -> float:
