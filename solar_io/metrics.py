@@ -159,14 +159,14 @@ def returned_tensors(g: Graph) -> frozenset[str]:
         if t.role == "output":
             cur, steps, numel = t.name, 0, prod(g.shape(t.name))
             out.add(cur)
-            while cur in viewed and steps <= len(g.nodes) and _plain(viewed[cur]) and \
+            while cur in viewed and steps <= len(g.nodes) and plain_access(viewed[cur]) and \
                     prod(g.shape(viewed[cur].tensor)) == numel:
                 cur, steps = viewed[cur].tensor, steps + 1
                 out.add(cur)
     return frozenset(out)
 
 
-def _plain(a: Access) -> bool:
+def plain_access(a: Access) -> bool:
     """An access reading each element once by its own rank (a reshape's or permute's input)."""
     return a.index is None or (all(type(e) is AffineExpr and e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1
                                    for e in a.index) and len({e.terms[0][0] for e in a.index}) == len(a.index))

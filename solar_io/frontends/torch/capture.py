@@ -29,6 +29,7 @@ from ...graph import Graph, Producer, Validation
 from ...metrics import with_index_assumptions
 from ...node_lists import with_listed_nodes
 from ..common.errors import CaptureError, NoRuleError
+from ..common.returned_views import with_returned_views
 from ..common.validation import skipped
 from .fake_rules import recurrent_shapes
 from .loader import Source, load_source
@@ -256,6 +257,7 @@ def _built(source: Source, lowered: Lowered, plan: Plan | None) -> Graph:
     if found:
         graph = replace(graph, assumptions=graph.assumptions + found)
     graph = masked_regions(graph, lowered.const_data)  # attention written as math with a known -inf mask
+    graph = with_returned_views(graph)  # outputs copied from a broadcast, charged as the view
     return with_index_assumptions(with_listed_nodes(graph))  # index values the file does not hold
 
 def in_place(g: Graph, lowered: Lowered, final: list[str]) -> Graph:
