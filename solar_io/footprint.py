@@ -74,14 +74,16 @@ def expr_distinct(e: AffineExpr, sizes: dict[str, int], extent: int) -> tuple[in
 
 
 def access_elements(access: Access, tensor_ranks: tuple[str, ...], sizes: dict[str, int],
-                    indirect_counts: dict[str, float] | None = None) -> tuple[float, bool]:
+                    indirect_counts: dict[str, float] | None = None,
+                    extent_sizes: dict[str, int] | None = None) -> tuple[float, bool]:
     """Distinct elements ``access`` touches (capped at the tensor's size) and exactness.
 
     ``indirect_counts`` gives, for each index tensor named by ``@t``, how many index
     values the node reads; a gathered dimension touches at most that many rows
-    (assumed distinct, the usual case for embeddings and gathers).
+    (assumed distinct, the usual case for embeddings and gathers). ``extent_sizes``: the sizes of the
+    tensor's ranks where they differ from the iteration's ``sizes`` (a node's ``live`` counts).
     """
-    extents = [sizes[r] for r in tensor_ranks]
+    extents = [(sizes if extent_sizes is None else extent_sizes)[r] for r in tensor_ranks]
     numel = float(prod(extents))
     if access.index is None:
         return numel, True

@@ -14,7 +14,7 @@ from functools import cached_property
 from .affine import Access
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.5"
+FORMAT_VERSION = "1.6"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 #: the step of a training graph a node belongs to (node field ``phase``, since 1.3).
@@ -101,6 +101,10 @@ class Node:
     consecutive nodes sharing it run as one kernel of the source program (their inner tensors never
     cross memory in the unfused bound). ``phase`` tells forward, loss, backward and optimizer
     nodes of a training step apart.
+
+    ``live`` (since 1.6, einsum and copy nodes): for ranks of which no output uses every value, how
+    many values the node must compute (:mod:`solar_io.liveness`); the bounds count its work and bytes
+    over a space of those sizes (:func:`solar_io.metrics.node_sizes`).
     """
 
     name: str
@@ -123,6 +127,7 @@ class Node:
     init: str | None = None
     kernel: str | None = None  # since 1.3: the source op call this node was lowered from, shared by its nodes
     phase: str | None = None  # since 1.3: forward, loss, backward or optimizer (training graphs)
+    live: tuple[tuple[str, int], ...] = ()  # since 1.6: (rank, values of it computed) where no output uses the rest
 
     def pad_of(self, tensor: str) -> dict[str, tuple[int, int]]:
         """The implicit border declared for ``tensor``: {dim rank: (low, high)}."""

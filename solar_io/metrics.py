@@ -251,15 +251,28 @@ def distinct_positions(g: Graph) -> Assumption | None:
                          "bytes written are its indexes times the row size); repeated indices would write fewer")
 
 
+def node_sizes(g: Graph, node: Node) -> dict[str, int]:
+    """The rank sizes ``node``'s work and bytes are counted over: the graph's, with the node's ``live``
+    counts (format 1.6: the values of a rank some output uses, :mod:`solar_io.liveness`) in place of the
+    sizes of those ranks.
+
+    >>> from solar_io.graph import Graph, Node
+    >>> n = Node("mm", "einsum", "aten.mm", (), (), space=("M", "K"), live=(("M", 3),))
+    >>> node_sizes(Graph((("M", 8), ("K", 4)), (), ()), n)
+    {'M': 3, 'K': 4}
+    """
+    return {**g.rank_sizes, **dict(node.live)} if node.live else g.rank_sizes
+
+
 def _indirect_counts(g: Graph, node: Node) -> dict[str, float]:
     """Index tensor -> how many distinct positions it can name: the elements the node reads of it, or one
     for an immediate (a constant of one repeated value: every index is that position)."""
-    sizes, tmap = g.rank_sizes, g.tensor_map
+    sizes, tmap = node_sizes(g, node), g.tensor_map
     out = {}
     for a in node.inputs:
         if a.index is not None:
             t = tmap[a.tensor]
-            out[a.tensor] = 1.0 if t.value is not None else access_elements(a, t.ranks, sizes)[0]
+            out[a.tensor] = 1.0 if t.value is not None else access_elements(a, t.ranks, sizes, None, g.rank_sizes)[0]
     return out
 
 
@@ -275,7 +288,7 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
     ``masked_writes`` nodes, when known)."""
     if node.name in (listed_nodes(g, MASKED_WRITES) if masked is None else masked):
         return _masked_write(g, node)
-    sizes = g.rank_sizes
+    sizes, whole = node_sizes(g, node), g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
     writes: dict[str, float] = {}
@@ -290,7 +303,7 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
             if a.tensor == node.init and node.reduce == "none":
                 elements, ok = 0.0, True  # overwritten in place: never read
             else:
-                elements, ok = access_elements(a, t.ranks, sizes, indirect)
+                elements, ok = access_elements(a, t.ranks, sizes, indirect, whole)
             if gathers and _has_indirect(a):
                 elements = min(elements, float(points))
             exact = exact and ok
@@ -299,10 +312,13 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
         for a in node.outputs:
             elements = None
             if gathers and _has_indirect(a):
-                elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect)[0], float(points))
+                elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect, whole)[0], float(points))
+            elif node.live:
+                elements = access_elements(a, tmap[a.tensor].ranks, sizes, None, whole)[0]
             if node.init is not None and a.tensor in (returned_tensors(g) if returned is None else returned) and \
                     a.tensor not in (in_place_outputs(g) if in_place is None else in_place):
-                selected = elements if elements is not None else access_elements(a, tmap[a.tensor].ranks, sizes)[0]
+                selected = elements if elements is not None else \
+                    access_elements(a, tmap[a.tensor].ranks, sizes, None, whole)[0]
                 _new_output(g, node, selected, reads)  # a new tensor: written whole, the rest copied from init
                 elements = None
             writes[a.tensor] = tensor_bytes(g, tmap[a.tensor], elements)

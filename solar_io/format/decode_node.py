@@ -104,12 +104,28 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     phase = dec.get(d, "phase", path, (str,), False, what)
     if phase is not None and phase not in PHASES:
         dec.err(path + ("phase",), f"unknown phase {phase!r}; known: {', '.join(PHASES)}")
+    live = _live(dec, d.get("live"), path + ("live",)) if "live" in d else ()
     if len(dec.issues) != n0 or any(a is None for a in inputs + outputs):
         return None
     return Node(name=name, kind=kind, op=op, inputs=inputs, outputs=outputs, space=space or (),
                 map=map_op, reduce=reduce_op, movement=movement, axis=axis, view=bool(view),
                 pad=pad, fill=None if fill is None else float(fill), reason=reason, location=location,
-                attrs=attrs, scan=scan, init=init, kernel=kernel, phase=phase)
+                attrs=attrs, scan=scan, init=init, kernel=kernel, phase=phase, live=live)
+
+
+def _live(dec: _Decoder, v: Any, path: tuple) -> tuple:
+    if not isinstance(v, dict) or not v:
+        dec.err(path, f"live must map ranks to how many of their values are computed, got {_kind(v)}")
+        return ()
+    out = []
+    for r, n in v.items():
+        if not dec.name(r, path + (str(r),), rank=True):
+            continue
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_RANK_SIZE:
+            dec.err(path + (str(r),), f"live count of {r} must be an integer >= 1, got {n!r}")
+            continue
+        out.append((str(r), n))
+    return tuple(out)
 
 
 def _pad(dec: _Decoder, v: Any, path: tuple) -> tuple:

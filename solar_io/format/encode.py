@@ -107,6 +107,8 @@ def _encode_node(n: Node, kernels: bool = True) -> dict:
         d["kernel"] = n.kernel
     if n.phase is not None:
         d["phase"] = n.phase
+    if n.live:
+        d["live"] = dict(n.live)
     if n.attrs:
         d["attrs"] = dict(n.attrs)
     return d

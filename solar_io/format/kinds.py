@@ -44,7 +44,7 @@ RECORDS: dict[str, tuple[Field, ...]] = {
                       ("updates", (1, 5))),
     "node": _fields("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
                     ("init", (1, 1)), "map", "reduce", ("scan", (1, 1)), "axis", "pad", "fill", "reason",
-                    ("kernel", (1, 3)), ("phase", (1, 3)), "attrs"),
+                    ("kernel", (1, 3)), ("phase", (1, 3)), ("live", (1, 6)), "attrs"),
     "validation": _fields("status", "method", "reference", ("model", (1, 1)), ("attempts", (1, 1)), "seed", "rtol",
                           "atol", "max_abs_error", "max_rel_error", "reduced_ranks", ("unchecked", (1, 2)), "reason"),
     "unchecked": _fields("node", "op", "reason"),
@@ -81,9 +81,9 @@ REPEAT_SINCE: tuple[int, int] = SINCE[("node", "repeat")]
 COMMON_NODE: frozenset[str] = frozenset({"name", "kind", "op", "location", "kernel", "phase", "attrs"})
 KIND_RULES: dict[str, KindRule] = {
     "einsum": KindRule(frozenset({"space", "inputs", "output", "map", "reduce"}),
-                       frozenset({"pad", "fill", "scan", "init"})),
+                       frozenset({"pad", "fill", "scan", "init", "live"})),
     "data_movement": KindRule(frozenset({"movement", "inputs", "output"}),
-                              frozenset({"space", "view", "axis", "pad", "fill"})),
+                              frozenset({"space", "view", "axis", "pad", "fill", "live"})),
     "opaque": KindRule(frozenset({"inputs", "outputs", "reason"}), frozenset()),
 }
 

@@ -87,6 +87,10 @@ class _Validator(_IndexChecks, _DataflowChecks):
                 self.node(i, n)
             if n.phase is not None and n.phase not in PHASES:
                 self.err(("nodes", i, "phase"), f"node {n.name}: unknown phase {n.phase!r}; known: {', '.join(PHASES)}")
+            for r, c in n.live:
+                if r not in n.space or c > self.sizes.get(r, 0):
+                    self.err(("nodes", i, "live", r), f"node {n.name}: live rank {r} must be a rank of its space "
+                                                      f"with at most its size ({self.sizes.get(r)}) values, got {c}")
         for k in split_kernels(g.nodes):
             self.err(("nodes",), f"kernel {k!r}: its nodes must stand consecutively in node order")
         self.issues += fields_too_new(g, self.version) + blocks  # fields against their versions; repeat blocks

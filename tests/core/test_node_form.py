@@ -96,7 +96,7 @@ def test_every_node_field_is_in_the_form_or_left_out_on_purpose():
                "outputs": (parse_access("x[M]"),), "space": ("M", "N"), "map": "mul", "reduce": "add",
                "movement": "copy", "axis": "M", "view": True, "pad": (("x", (("M", 1, 0),)),), "fill": 1.0,
                "reason": "why", "location": "f.py:1", "attrs": (("k", 1),), "scan": "M", "init": "h",
-               "kernel": "k0", "phase": "forward"}
+               "kernel": "k0", "phase": "forward", "live": (("M", 1),)}
     assert set(changes) == {f.name for f in fields(Node)}
     form = local_form(base)[0]
     changed = {name for name, v in changes.items() if local_form(replace(base, **{name: v}))[0] != form}

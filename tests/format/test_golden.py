@@ -52,6 +52,8 @@ V1_3_NODE_FIELDS = ("kernel", "phase")
 V1_3_TOP_KEYS = ("assumptions",)
 # What 1.5 added, frozen likewise.
 V1_5_TENSOR_KEYS = ("updates",)
+# What 1.6 added, frozen likewise.
+V1_6_NODE_FIELDS = ("live",)
 
 
 def _id(p: Path) -> str:
@@ -205,14 +207,14 @@ def test_v1_0_file_keeps_its_version_and_migrates_to_the_current_one(path: Path)
     g = solar_io.loads(text)
     assert g.version == "1.0" and solar_io.dumps(g) == text
     new = migrate(yaml.safe_load(text))
-    assert new["version"] == "1.5" == solar_io.FORMAT_VERSION
+    assert new["version"] == solar_io.FORMAT_VERSION
     g2, issues = decode(new)
-    assert issues == [] and g2.version == "1.5"
+    assert issues == [] and g2.version == solar_io.FORMAT_VERSION
     # 1.3 declares each multi-node kernel (nodes of one source-op call) that 1.0 read from name prefixes
     kernel_lines = [ln for ln in solar_io.dumps(g2).splitlines() if ln.lstrip().startswith("kernel:")]
     assert len(kernel_lines) == sum(n.kernel is not None for n in g.nodes)
     undeclared = "\n".join(ln for ln in solar_io.dumps(g2).splitlines() if not ln.lstrip().startswith("kernel:"))
-    assert undeclared + "\n" == text.replace('version: "1.0"', 'version: "1.5"', 1)
+    assert undeclared + "\n" == text.replace('version: "1.0"', f'version: "{solar_io.FORMAT_VERSION}"', 1)
 
 
 @pytest.mark.parametrize("field, value, where", [
@@ -392,3 +394,35 @@ def test_in_place_update_moves_only_the_written_rows():
     functional = dataclasses.replace(g, tensors=tuple(dataclasses.replace(t, updates=None) for t in g.tensors))
     assert solar_io.graph_metrics(functional).boundary_bytes == 2 * (64 + 192 + 256) + 16
     assert not [n for n in solar_io.bound(functional, "h100-pcie").notes if n.startswith("in place")]
+
+
+def test_v1_6_additions_are_known_and_covered_by_its_golden_files():
+    from solar_io.format.versioning import SINCE
+
+    assert {k for (_, k), v in SINCE.items() if v == (1, 6)} == set(V1_6_NODE_FIELDS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.6"]
+    assert all(any(k in n for d in docs for n in d["nodes"]) for k in V1_6_NODE_FIELDS)
+
+
+@pytest.mark.parametrize("old", ["1.3", "1.5"])
+def test_a_file_before_1_6_cannot_say_what_part_of_a_node_is_live(old: str):
+    """Decoder and schema both refuse 'live' in an older file, naming the field and the version."""
+    from solar_io.errors import GraphError
+    from solar_io.format.codec import decode
+
+    doc = yaml.safe_load((GOLDEN / "v1.6" / "live_work.yaml").read_text(encoding="utf-8"))
+    assert Draft202012Validator(SCHEMA).is_valid(doc)
+    doc["version"] = old
+    assert not Draft202012Validator(SCHEMA).is_valid(doc)
+    with pytest.raises(GraphError, match=f"live.*new in format 1.6; this file says version {old}"):
+        decode(doc)
+
+
+def test_live_work_counts_the_used_rows_only():
+    """The 1.6 golden: ``y = (x @ w)[2:5]`` with x 8 x 4 and w 4 x 2 fp32, the product ``live: {M: 3}``.
+    By hand: 3 x 2 x 4 = 24 MACs; x's 3 used rows (48 B), w (32 B) and y (24 B) cross the boundary."""
+    g = solar_io.load(GOLDEN / "v1.6" / "live_work.yaml")
+    m = solar_io.graph_metrics(g)
+    assert (m.macs, m.boundary_bytes) == (24, 48 + 32 + 24)
+    whole = dataclasses.replace(g, nodes=tuple(dataclasses.replace(n, live=()) for n in g.nodes))
+    assert (solar_io.graph_metrics(whole).macs, solar_io.graph_metrics(whole).boundary_bytes) == (64, 128 + 32 + 24)

@@ -108,7 +108,10 @@ def test_demo_model_small_twin_has_two_identical_blocks() -> None:
     one, two = b.block(0), b.block(1)
     assert [g.node_map[n].op for n in one] == [g.node_map[n].op for n in two]
     # MACs by hand: per layer q,o (64x64) + k,v (64x32) + gate,up,down (64x160) per token, attention
-    # q.k and p.v (4 heads x 64 x 64 x 16, the causal mask multiplies all), head 64 -> 256 for one token
+    # q.k and p.v (4 heads x 64 x 64 x 16, the causal mask multiplies all), head 64 -> 256 for one token.
+    # The head reads the last position only, so the second layer computes q, o, the MLP and attention for
+    # that one query (live_work); its k and v serve all 64 positions.
     per_token = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 160
     attention = 2 * 4 * 64 * 64 * 16
-    assert graph_metrics(g).macs == 2 * (64 * per_token + attention) + 64 * 256
+    last = 64 * 2 * 64 * 32 + (2 * 64 * 64 + 3 * 64 * 160) + 2 * 4 * 1 * 64 * 16
+    assert graph_metrics(g).macs == 64 * per_token + attention + last + 64 * 256

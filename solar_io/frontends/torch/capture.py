@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_flatten
 from ... import __version__
 from ..._gc import gc_paused
 from ...graph import Graph, Producer, Validation
+from ...liveness import with_live_work
 from ...metrics import with_index_assumptions
 from ...node_lists import with_listed_nodes
 from ..common.errors import CaptureError, NoRuleError
@@ -258,6 +259,7 @@ def _built(source: Source, lowered: Lowered, plan: Plan | None) -> Graph:
         graph = replace(graph, assumptions=graph.assumptions + found)
     graph = masked_regions(graph, lowered.const_data)  # attention written as math with a known -inf mask
     graph = with_returned_views(graph)  # outputs copied from a broadcast, charged as the view
+    graph = with_live_work(graph)  # results partly used (sliced, selected): only that part computed
     return with_index_assumptions(with_listed_nodes(graph))  # index values the file does not hold
 
 def in_place(g: Graph, lowered: Lowered, final: list[str]) -> Graph:

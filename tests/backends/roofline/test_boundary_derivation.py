@@ -87,9 +87,9 @@ def get_init_inputs():
 HAND_BOUNDARY = FP32 * (BATCH * LENGTH * HEADS * D_HEAD + BATCH * LENGTH * HEADS + BATCH * LENGTH * HEADS * D_STATE
                         + BATCH * HEADS * D_HEAD * D_STATE)
 #: MACs by hand: states (b c l h p n, a three-operand product: one MAC per point and one extra
-#: multiply) and new_states (b z h p n over c + 1 chunks).
-HAND_MACS = BATCH * CHUNKS * BLOCK * HEADS * D_HEAD * D_STATE + BATCH * (CHUNKS + 1) * HEADS * D_HEAD * D_STATE * (
-    CHUNKS + 1)
+#: multiply) and new_states (b z h p n over c + 1 chunks) at the one z the output selects (``[:, -1]``:
+#: the other c chunks' states are never read, ``live_work``).
+HAND_MACS = BATCH * CHUNKS * BLOCK * HEADS * D_HEAD * D_STATE + BATCH * 1 * HEADS * D_HEAD * D_STATE * (CHUNKS + 1)
 
 
 def _cli(capsys: pytest.CaptureFixture, *args: str) -> str:

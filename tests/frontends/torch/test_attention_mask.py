@@ -44,9 +44,12 @@ def test_chunked_prefill_priced_at_the_offset_triangle():
     qk, pv = _attn(g, ".scores"), _attn(g, ".grouped")  # QK^T and PV of each layer (GQA: grouped)
     assert len(qk) == len(pv) == LAYERS
     for i in qk + pv:
-        assert m.nodes[i].macs == H * RECT * HD                         # the rectangle, as the math kernel
         assert b.nodes[i].effectual_fraction == pytest.approx(KEPT / RECT)
+    for i in qk[:1] + pv[:1]:
+        assert m.nodes[i].macs == H * RECT * HD                         # the rectangle, as the math kernel
         assert m.nodes[i].macs * b.nodes[i].effectual_fraction == pytest.approx(H * KEPT * HD)  # by hand
+    for i in qk[1:] + pv[1:]:  # the logits read the last position only: the last layer attends from it alone
+        assert m.nodes[i].macs == H * 1 * (P + C) * HD and len(g.nodes[i].live) == 1
     assert "14368 of 16384" in dict(g.nodes[qk[0]].attrs)["masked_work"]
     (mask,) = [dict(a.values) for a in g.assumptions if a.kind == "attention_mask"]
     assert mask["kept"] == KEPT and mask["positions"] == RECT and mask["known"] is True
