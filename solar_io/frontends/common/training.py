@@ -33,6 +33,7 @@ from math import prod, sqrt
 
 from ...affine import Access
 from ...graph import Assumption, Graph, Node, Producer
+from ...liveness import with_live_work
 from ...metrics import with_index_assumptions
 from .builder import GraphBuilder, access
 from .errors import CaptureError
@@ -189,7 +190,7 @@ def build_step(b: GraphBuilder, params: list[Param], spec: TrainSpec, loss: str,
         updated, opt_names, opt_tensors = emit_optimizer(b, params, spec)
         outputs = [loss] + updated
     g = b.build(outputs, name=name, producer=producer)
-    g = with_index_assumptions(g)  # gathers and scatters through index values the file does not hold
+    g = with_index_assumptions(with_live_work(g))  # partly used results; index values the file does not hold
     return mark_phases(g, forward, loss_nodes, set(opt_names), optimizer_kernels(opt_names)), opt_tensors
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from ... import __version__
 from ...dtypes import numpy_dtype
 from ...graph import Graph, Producer, Validation
+from ...liveness import with_live_work
 from ...metrics import with_index_assumptions
 from ..common.builder import GraphBuilder
 from ..common.errors import CaptureError, InputSpecError, NoRuleError
@@ -242,6 +243,7 @@ def capture_program(prog: Program, *, validate: bool = True, strict: bool = Fals
     graph = b.build(outs, name=Path(prog.name).stem, producer=producer)
     if masked is not None:
         graph = replace(graph, assumptions=graph.assumptions + (masked,))
+    graph = with_live_work(graph)  # results partly used (sliced, selected): only that part computed
     graph = with_index_assumptions(graph)  # gathers and scatters through index values the file does not hold
     cap = Capture(graph, lw, b.output_names, sources, prog)
     record = validate_capture(cap, seed=seed, budget=validate_budget) if validate else \
