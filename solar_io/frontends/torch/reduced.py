@@ -5,7 +5,10 @@ each *distinct* ATen call of the exported program (same op, argument shapes, dty
 non-tensor arguments) is checked on its own, the way tests/frontends/torch/test_torch_rules.py checks a rule:
 the call alone becomes a one-op program (``loader._FnModule``) that goes through the same
 pipeline (export on meta, lowering by the same rule, whole-graph validation against eager
-PyTorch on seeded random inputs). The pipeline is handed in (``capture.capture_source``, through
+PyTorch on seeded random inputs). Calls whose programs at reduced sizes are one program (the same
+op and arguments, shapes that reduce alike: a per-expert loop's calls at the token counts its experts
+got) share one check, which is the same program on the same seeded inputs. The pipeline is handed in
+(``capture.capture_source``, through
 ``check.validate_capture``), so this module does not import the capture that calls it.
 
 Sizes are reduced by one map on sizes, ``reduced_size``: a size above ``CAP`` becomes its
@@ -93,9 +96,11 @@ class _Call:
         self.args = strip(tuple(node.args))
         self.kwargs = {k: strip(v) for k, v in node.kwargs.items()}
 
-    def key(self) -> str:
-        shapes = [(tuple(t.shape), str(t.dtype)) for t in self.tensors]
-        return f"{self.node.target}|{shapes}|{self.args!r}|{sorted(self.kwargs.items())!r}"
+    def key(self, shapes: list[tuple[int, ...]] | None = None) -> str:
+        """What tells distinct calls apart: the op, its tensors' shapes (its own, or ``shapes``) and dtypes,
+        and its other arguments. Two calls with one key at their reduced shapes are checked by one program."""
+        got = [(tuple(t.shape) if shapes is None else shapes[i], str(t.dtype)) for i, t in enumerate(self.tensors)]
+        return f"{self.node.target}|{got}|{self.args!r}|{sorted(self.kwargs.items())!r}"
 
     def program(self, shapes: list[tuple[int, ...]], map_ints: bool) -> tuple[Callable, list[Callable]]:
         """The call as a function of its tensors, and makers of random tensors of ``shapes``."""
@@ -310,9 +315,15 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
         counts[k] = counts.get(k, 0) + 1
     reduced = full = 0
     worst = 0.0
+    shared: dict[str, Validation] = {}  # reduced key -> the record of the check run at those reduced sizes
     for call in calls.values():
         small = [tuple(reduced_size(int(s)) for s in t.shape) for t in call.tensors]
-        record = _check(call, small, str(call.node.target) not in STORED_SHAPES, seed, pipeline)
+        same = call.key(small)  # calls whose reduced programs are one program (MoE experts of other sizes)
+        record = shared.get(same)
+        if record is None:
+            record = _check(call, small, str(call.node.target) not in STORED_SHAPES, seed, pipeline)
+            if isinstance(record, Validation) and record.status != "skipped":
+                shared[same] = record
         if isinstance(record, Exception):
             record = _check(call, small, False, seed, pipeline)
         if isinstance(record, Exception) and (aligned := reshape_reduced(call)) is not None:

@@ -197,3 +197,28 @@ def test_export_assertions_are_not_listed_unchecked(tmp_path: Path):
     v = capture(p).graph.validation
     assert v.status == "passed" and v.method == "reference-executor per node", v.reason
     assert "unchecked" not in v.reason, v.reason
+
+
+def test_calls_that_reduce_to_one_program_share_its_check(monkeypatch: pytest.MonkeyPatch):
+    """Two experts' matmuls at 20 and 40 tokens (a routed loop's calls) both reduce to 10 x 16 @ 16 x 16 with
+    the same arguments: one program on the same seeded inputs, so it runs once and counts for both."""
+    from solar_io.frontends.torch.loader import Source, _FnModule
+
+    def experts(x, w):
+        return torch.cat([x[:20] @ w, x[20:] @ w])
+
+    src = Source(Path("experts.py"), "experts.py", "0" * 64, lambda: _FnModule(experts),
+                 lambda: [torch.randn(60, 32), torch.randn(32, 48)])
+    seen: list[str] = []
+    check = reduced._check
+
+    def counted(call, shapes, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append(str(call.node.target))
+        return check(call, shapes, *a, **k)
+
+    monkeypatch.setattr(reduced, "_check", counted)
+    v = capture_source(src, validate=True, validate_budget=TINY).graph.validation
+    assert v.status == "passed", v.reason
+    assert seen.count("aten.matmul.default") == 1  # two distinct calls, one check
+    distinct = len(seen) + 1
+    assert f"reduced sizes: {distinct} of {distinct} distinct nodes" in v.reason, v.reason
