@@ -26,7 +26,8 @@ Mapping of the graph format onto AccelForge's workload YAML (``workload:`` with
   nodes (compute unknown), indirect indexes (gathers), ``concat`` (several writers of one
   tensor), reshapes that are not refinements, a tensor read twice with different indexes.
   A tensor whose writer was skipped becomes an input of the workload. ``density`` has no
-  counterpart in the workload format and is noted in a comment.
+  counterpart in the workload format and is noted in a comment, and so are ``live`` counts (format
+  1.6; the workload's iteration space is shared by its einsums): such einsums are written whole.
 
 AccelForge's format has no version field: the file opens with a comment naming solar-io,
 its version and the source graph's SHA-256.
@@ -202,6 +203,9 @@ def workload_text(g: Graph, sha256: str | None = None, strict: bool = False) -> 
     dens = [t.name for t in g.tensors if t.density is not None and names.tensor[t.name] in used_t]
     if dens:
         lines.append(f"# not represented: density of {', '.join(comment_text(d) for d in dens)}")
+    live = [n.name for n in g.nodes if n.live and n.name in names.einsum]
+    if live:
+        lines.append(f"# not represented: live counts (written whole) of {', '.join(comment_text(n) for n in live)}")
     lines += skip_lines(skipped)
     lines.append("workload:")
     lines.append("  rank_sizes:")

@@ -22,13 +22,15 @@ Two formats, both deterministic and stamped with solar-io's version and the grap
   tensor ``x``'s dimension ``H`` is ``x_H``.
 
 Nodes without an affine form (opaque, gathers, concat, non-refining reshapes) are skipped
-in both formats with a warning (an error under ``strict``).
+in both formats with a warning (an error under ``strict``). A node with ``live`` counts (format 1.6:
+only that many values of a rank reach an output) has them as its instance sizes, as the bounds count it.
 """
 
 from __future__ import annotations
 
 from ..affine import AffineExpr
 from ..graph import Graph
+from ..metrics import node_sizes
 from .common import (
     Export,
     ExportError,
@@ -109,7 +111,8 @@ def problem_text(g: Graph, form: AffineForm, name: str, dspace: dict[str, str], 
         if out:
             lines.append("      read_write: true")
     lines.append("  instance:")
-    lines += [f"    {letters[r]}: {g.rank_sizes[r]}" for r in form.space]
+    sizes = node_sizes(g, g.node_map[form.name])  # a node's live counts (format 1.6): the part some output uses
+    lines += [f"    {letters[r]}: {sizes[r]}" for r in form.space]
     return "\n".join(lines) + "\n"
 
 
@@ -137,7 +140,8 @@ def fused_text(g: Graph, forms: list[AffineForm], enames: dict[str, str], dspace
             lines.append(f"      projection: \"[ {', '.join(_isl_expr(e, dims) for e in t.exprs)} ]\"")
             if t.output:
                 lines.append("      read_write: true")
-        bounds = " and ".join(f"0 <= {dims[r]} < {g.rank_sizes[r]}" for r in form.space)
+        sizes = node_sizes(g, g.node_map[form.name])
+        bounds = " and ".join(f"0 <= {dims[r]} < {sizes[r]}" for r in form.space)
         lines.append(f"  instance: \"{bounds}\"")
     return "\n".join(lines) + "\n"
 

@@ -101,6 +101,20 @@ def test_a_product_sliced_afterwards_counts_only_the_rows_used():
     assert solar_io.loads(solar_io.dumps(g)) == g  # the field survives the file
 
 
+def test_exports_say_what_is_live():
+    """Timeloop gets the product's 3 live rows as its instance size (per node and fused); AccelForge, whose
+    iteration space its einsums share, writes it whole and says so."""
+    from solar_io.exporters.accelforge import export_accelforge
+    from solar_io.exporters.timeloop import export_timeloop
+
+    files = {f.name: f.text for f in export_timeloop(_sliced_product(), "s").files}
+    (mm,) = [t for n, t in files.items() if "-mm." in n]
+    assert "  instance:\n    M: 3\n" in mm
+    assert "0 <= M1 < 3 and" in files["s.fused.yaml"]
+    af = "".join(f.text for f in export_accelforge(_sliced_product(), "s").files)
+    assert "# not represented: live counts (written whole) of mm" in af
+
+
 def test_a_bad_live_field_is_refused_with_the_node_and_rank():
     g = _sliced_product()
     bad = replace(g, nodes=(replace(g.nodes[0], live=(("R", 2),)),) + g.nodes[1:])
