@@ -363,17 +363,20 @@ def test_v1_5_additions_are_known_and_covered_by_its_golden_files():
     assert all(any(k in t for d in docs for t in d["tensors"]) for k in V1_5_TENSOR_KEYS)
 
 
-@pytest.mark.parametrize("old", ["1.0", "1.4"])
-def test_a_file_before_1_5_cannot_update_an_input_in_place(old: str):
-    """Decoder and schema both refuse 'updates' in an older file, naming the field and the version."""
+@pytest.mark.parametrize("golden, field, since, old", [
+    ("v1.5/in_place_update.yaml", "updates", "1.5", "1.0"), ("v1.5/in_place_update.yaml", "updates", "1.5", "1.4"),
+    ("v1.6/live_work.yaml", "live", "1.6", "1.3"), ("v1.6/live_work.yaml", "live", "1.6", "1.5")])
+def test_a_file_older_than_a_field_cannot_use_it(golden: str, field: str, since: str, old: str):
+    """Decoder and schema both refuse 'updates' (1.5) and 'live' (1.6) in an older file, naming the field and
+    the version."""
     from solar_io.errors import GraphError
     from solar_io.format.codec import decode
 
-    doc = yaml.safe_load((GOLDEN / "v1.5" / "in_place_update.yaml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load((GOLDEN / golden).read_text(encoding="utf-8"))
     assert Draft202012Validator(SCHEMA).is_valid(doc)
     doc["version"] = old
     assert not Draft202012Validator(SCHEMA).is_valid(doc)
-    with pytest.raises(GraphError, match=f"updates.*new in format 1.5; this file says version {old}"):
+    with pytest.raises(GraphError, match=f"{field}.*new in format {since}; this file says version {old}"):
         decode(doc)
 
 
@@ -402,20 +405,6 @@ def test_v1_6_additions_are_known_and_covered_by_its_golden_files():
     assert {k for (_, k), v in SINCE.items() if v == (1, 6)} == set(V1_6_NODE_FIELDS)
     docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.6"]
     assert all(any(k in n for d in docs for n in d["nodes"]) for k in V1_6_NODE_FIELDS)
-
-
-@pytest.mark.parametrize("old", ["1.3", "1.5"])
-def test_a_file_before_1_6_cannot_say_what_part_of_a_node_is_live(old: str):
-    """Decoder and schema both refuse 'live' in an older file, naming the field and the version."""
-    from solar_io.errors import GraphError
-    from solar_io.format.codec import decode
-
-    doc = yaml.safe_load((GOLDEN / "v1.6" / "live_work.yaml").read_text(encoding="utf-8"))
-    assert Draft202012Validator(SCHEMA).is_valid(doc)
-    doc["version"] = old
-    assert not Draft202012Validator(SCHEMA).is_valid(doc)
-    with pytest.raises(GraphError, match=f"live.*new in format 1.6; this file says version {old}"):
-        decode(doc)
 
 
 def test_live_work_counts_the_used_rows_only():
