@@ -1,4 +1,5 @@
-"""In-place writes that export functionalises: slice and select assignment, copy_; and F.unfold (im2col)."""
+"""In-place writes that export functionalises: slice and select assignment, copy_ (into new memory of which a
+view, taken before, is read after: only functionalisation is exact); and F.unfold (im2col)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -13,9 +14,10 @@ class Model(nn.Module):
         y[:, 2:5] = src
         y[1] = 0.5
         z = torch.zeros_like(x)
+        first = z[0]
         z.copy_(x[:1].expand_as(x))
         cols = F.unfold(img, kernel_size=3, padding=1, stride=2)
-        return y, z, cols
+        return y, z * first, cols
 
 
 def get_inputs():

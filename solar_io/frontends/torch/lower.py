@@ -35,7 +35,15 @@ from .ctx import (
     graph_shape,
     touches_complex,
 )
-from .registry import OPAQUE_REASONS, NoLowering, buffer_update_rule, find_complex_rule, find_rule, op_name
+from .registry import (
+    OPAQUE_REASONS,
+    NoLowering,
+    buffer_update_rule,
+    find_complex_rule,
+    find_rule,
+    fresh_update_rule,
+    op_name,
+)
 from .rulebook import load_rules
 from .view_writes import copied_value, lower_view_copy, view_copies
 
@@ -212,9 +220,10 @@ def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list,
     packet, _ = op_name(node.target)
     ctx.node, ctx.op = node, packet
     fn = find_rule(node.target)
-    inplace = fn is None and buffer_update_rule(node) is not None
+    update = None if fn is not None else buffer_update_rule(node) or fresh_update_rule(node)
+    inplace = update is not None
     if inplace:
-        fn = buffer_update_rule(node)
+        fn = update
         ctx.op = packet[:-1]
     reason = OPAQUE_REASONS.get(packet, "no lowering rule")
     if touches_complex(node):  # only a rule that knows the (real, imaginary) layout may lower it
@@ -226,6 +235,8 @@ def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list,
             args = bind_args(node, env)
             result = fn(ctx, args)
             ctx.lowered_ops.update(op_name(node.target))
+            if inplace:
+                ctx.lowered_ops.add(ctx.op)  # the functional op's rule lowered it
             if inplace:
                 env[node.args[0]] = result
             return result
@@ -387,7 +398,7 @@ def unruled(gm: Any) -> list[Any]:
         body = grad_mode_body(n, gm)
         if body is not None:
             out += unruled(body)
-        elif find_rule(n.target) is None and buffer_update_rule(n) is None:
+        elif find_rule(n.target) is None and buffer_update_rule(n) is None and fresh_update_rule(n) is None:
             out.append(n)
     return out
 

@@ -161,3 +161,39 @@ def test_input_changed_but_not_returned_is_an_output_updating_it():
     assert sorted(outs.values(), key=str) == [None, cache_input(g)]
     r = bound(g, "h100-pcie", cache_aware=True)
     assert graph_metrics(g).boundary_bytes == r.unfused.bytes == r.fused.bytes == ROWS + POS + ROWS + ROWS
+
+
+def _routed(x, ids, w):  # a routed MoE's combine: new memory, scatter-added into twice, and the routing one-hot
+    out = torch.zeros(8, 4)
+    out.index_add_(0, ids, x)
+    out.index_add_(0, ids, w)
+    return out * 2, torch.nn.functional.one_hot(ids, 8)
+
+
+def _aliased(x, ids, w):  # a view taken before the update sees it: only functionalisation is exact
+    out = torch.zeros(8, 4)
+    head = out[:2]
+    out.index_add_(0, ids, x)
+    return out * 2, head + 1
+
+
+@pytest.mark.parametrize("fn, decomposed", [(_routed, False), (_aliased, True)])
+def test_an_update_of_new_memory_is_lowered_without_decomposing_the_program(monkeypatch, fn, decomposed):
+    """``zeros(..).index_add_(..)`` and ``one_hot`` have rules (the combine and routing of every routed MoE
+    reference), so the program is not decomposed; with a view of the tensor taken before the update it still
+    is. Both validate against eager. By hand: the one-hot is 3 x 8 comparisons against a generated table
+    of the 8 classes, and 3 x 4 x 2 scatter-adds."""
+    import solar_io.frontends.torch.capture as capture_module
+
+    ran = []
+    real = capture_module.decompose
+    monkeypatch.setattr(capture_module, "decompose", lambda ep, *a, **k: ran.append(1) or real(ep, *a, **k))
+    g = capture(fn, torch.randn(3, 4), torch.tensor([0, 2, 5]), torch.randn(3, 4))
+    assert g.validation.status == "passed", g.validation.reason
+    assert bool(ran) == decomposed
+    if not decomposed:
+        m = {n.name: n for n in graph_metrics(g).nodes}
+        (eq,) = [n for n in g.nodes if n.op == "aten.one_hot" and n.map == "eq"]
+        assert m[eq.name].flops_vector == 3 * 8
+        adds = [m[n.name].flops_vector for n in g.nodes if n.op == "aten.index_add"]
+        assert adds == [3 * 4, 3 * 4]

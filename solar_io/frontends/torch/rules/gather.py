@@ -185,3 +185,16 @@ def arange(ctx: LowerCtx, a: Args) -> T:
         raise NoLowering("arange length mismatch")
     r = ctx.b.rank("S", int(val.shape[0]))
     return ctx.index_table(arr, [r], file_dtype(val.dtype), suffix="arange")
+
+
+@rule("aten.one_hot")
+def one_hot(ctx: LowerCtx, a: Args) -> T:
+    """``one_hot(x, C)``: ``x[..., None] == arange(C)`` as int64, one comparison per output element against
+    a generated table of the C classes (no bytes of its own)."""
+    import numpy as np
+
+    classes = int(ctx.node.meta["val"].shape[-1])
+    x = a.self
+    column = ctx.reshape(x, (*ctx.shape(x), 1), suffix="column")
+    table = ctx.index_table(np.arange(classes, dtype=np.int64), [ctx.b.rank("C", classes)], "int64", suffix="classes")
+    return ctx.ew("eq", column, table, dtype="int64")
