@@ -389,7 +389,10 @@ def grad_mode_body(node: Any, gm: Any) -> Any | None:
 
 
 def unruled(gm: Any) -> list[Any]:
-    """The call nodes of ``gm`` (and of the no_grad bodies lowered inline) that no rule lowers."""
+    """The call nodes of ``gm`` (and of the no_grad bodies lowered inline) that no rule lowers. An in-place
+    update of new memory counts as lowered only in a program with no writes into views: with both, the
+    program is functionalised as a whole, as before such updates had a rule (SOL-ExecBench's NVFP4
+    quantisers, ``result[mask] = v`` and ``out[:, :, b] = q``, failed validation lowered piecewise)."""
     copies = view_copies(gm.graph)
     out = []
     for n in gm.graph.nodes:
@@ -398,7 +401,8 @@ def unruled(gm: Any) -> list[Any]:
         body = grad_mode_body(n, gm)
         if body is not None:
             out += unruled(body)
-        elif find_rule(n.target) is None and buffer_update_rule(n) is None and fresh_update_rule(n) is None:
+        elif find_rule(n.target) is None and buffer_update_rule(n) is None and \
+                (copies or fresh_update_rule(n) is None):
             out.append(n)
     return out
 

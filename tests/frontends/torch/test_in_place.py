@@ -177,7 +177,16 @@ def _aliased(x, ids, w):  # a view taken before the update sees it: only functio
     return out * 2, head + 1
 
 
-@pytest.mark.parametrize("fn, decomposed", [(_routed, False), (_aliased, True)])
+def _view_written(x, ids, w):  # new memory updated in place and written into through views (NVFP4's quantisers)
+    acc = torch.zeros(8, 4)
+    acc.index_add_(0, ids, x)
+    out = torch.empty(2, 8, 4)
+    out[0] = acc
+    out[1] = acc * 2
+    return out
+
+
+@pytest.mark.parametrize("fn, decomposed", [(_routed, False), (_aliased, True), (_view_written, True)])
 def test_an_update_of_new_memory_is_lowered_without_decomposing_the_program(monkeypatch, fn, decomposed):
     """``zeros(..).index_add_(..)`` and ``one_hot`` have rules (the combine and routing of every routed MoE
     reference), so the program is not decomposed; with a view of the tensor taken before the update it still
