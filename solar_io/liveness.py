@@ -43,10 +43,9 @@ Every approximation keeps a superset, so the demand is never smaller than what t
 from __future__ import annotations
 
 from dataclasses import replace
-from math import prod
 
 from .affine import AffineExpr, Indirect
-from .boxes import Digits, count, full, hull, interval, is_full, regroup, union
+from .boxes import Digits, count, full, hull, interval, is_full, regroup, size, union
 from .graph import Assumption, Graph, Node
 
 #: the assumption kind listing the nodes that compute only the part of their space some output uses
@@ -75,7 +74,7 @@ def _space(g: Graph, node: Node, need: dict[str, Part]) -> dict[str, Digits]:
             r = e.terms[0][0]
             if r in box or r == node.scan:
                 continue
-            if e.const == 0 and sizes[r] == prod(n for n, _, _ in d):
+            if e.const == 0 and sizes[r] == size(d):
                 box[r] = d
             else:
                 lo, hi = hull(d)
@@ -126,8 +125,10 @@ def _pieces(g: Graph, node: Node, part: Part) -> list[tuple[str, Part | None]]:
     return found
 
 
-def _reads(g: Graph, node: Node, need: dict[str, Part]) -> list[tuple[str, Part | None]] | None:
-    """(input, the part of it ``node`` needs) for each input; None where it needs them whole."""
+def _reads(g: Graph, node: Node, need: dict[str, Part],
+           boxes: dict[str, dict[str, Digits]]) -> list[tuple[str, Part | None]] | None:
+    """(input, the part of it ``node`` needs) for each input; None where it needs them whole. The part of
+    the space of an einsum or copy goes to ``boxes`` (final: every reader of its outputs comes later)."""
     outs = [need.get(a.tensor) for a in node.outputs]
     if all(p is None for p in outs):
         return None
@@ -139,7 +140,7 @@ def _reads(g: Graph, node: Node, need: dict[str, Part]) -> list[tuple[str, Part 
         return _pieces(g, node, outs[0])
     if node.kind == "opaque" or not node.space or any(a.index is None for a in node.inputs + node.outputs):
         return None
-    box = _space(g, node, need)
+    box = boxes[node.name] = _space(g, node, need)
     found: list[tuple[str, Part | None]] = []
     for a in node.inputs:
         shape = g.shape(a.tensor)
@@ -150,14 +151,15 @@ def _reads(g: Graph, node: Node, need: dict[str, Part]) -> list[tuple[str, Part 
     return found
 
 
-def demands(g: Graph) -> dict[str, Part]:
-    """{tensor: the part of it the graph's outputs depend on}; a tensor nothing needs is left out."""
+def _walk(g: Graph) -> tuple[dict[str, Part], dict[str, dict[str, Digits]]]:
+    """The demanded part of every tensor some output needs, and of the space of every einsum and copy."""
     need: dict[str, Part] = {}
+    boxes: dict[str, dict[str, Digits]] = {}
     for t in g.tensors:
         if t.role == "output" or t.updates is not None:
             need[t.name] = _whole(g, t.name)
     for node in reversed(g.nodes):
-        reads = _reads(g, node, need)
+        reads = _reads(g, node, need, boxes)
         if reads is None:
             reads = [(a.tensor, _whole(g, a.tensor)) for a in node.inputs]
         for name, part in reads:
@@ -165,21 +167,23 @@ def demands(g: Graph) -> dict[str, Part]:
                 continue
             have = need.get(name)
             need[name] = part if have is None else tuple(union(x, y) for x, y in zip(have, part, strict=True))
-    return need
+    return need, boxes
 
 
-def live_ranks(g: Graph, need: dict[str, Part] | None = None) -> dict[str, tuple[tuple[str, int], ...]]:
-    """{node: ((rank, how many of its values the node must compute), ...)} for each einsum and copy that
-    computes results no output uses (only ranks with fewer values than their size)."""
-    need = demands(g) if need is None else need
+def demands(g: Graph) -> dict[str, Part]:
+    """{tensor: the part of it the graph's outputs depend on}; a tensor nothing needs is left out."""
+    return _walk(g)[0]
+
+
+def live_ranks(g: Graph) -> dict[str, tuple[tuple[str, int], ...]]:
+    """{node: ((rank, how many of its values the node must compute), ...)} for each einsum and non-view copy
+    that computes results no output uses (only ranks with fewer values than their size)."""
+    boxes = _walk(g)[1]
     found: dict[str, tuple[tuple[str, int], ...]] = {}
     for node in g.nodes:
-        if node.kind not in ("einsum", "data_movement") or node.view \
-                or (node.kind == "data_movement" and node.movement != "copy") \
-                or not node.space or any(a.index is None for a in node.inputs + node.outputs) \
-                or all(need.get(a.tensor) is None for a in node.outputs):
+        box = boxes.get(node.name)
+        if box is None or node.view:
             continue
-        box = _space(g, node, need)
         live = tuple((r, count(box[r])) for r in node.space if r in box and 0 < count(box[r]) < g.rank_sizes[r])
         if live:
             found[node.name] = live

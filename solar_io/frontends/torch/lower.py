@@ -121,7 +121,7 @@ def _lower(ep: Any, source_name: str | None, strict: bool, repeat: bool) -> Lowe
         if node.target is operator.getitem:
             env[node] = env[node.args[0]][node.args[1]]
         else:
-            env[node] = _lower_call(ctx, node, env, strict, opaque, opaque_fns)
+            env[node] = _lower_call(ctx, node, env, strict, opaque, opaque_fns, copies)
             x = node.args[0] if node.args else None
             if gm is ep.graph_module and _writes_user_input(node, specs) and isinstance(env[node], T) \
                     and x.name in fx_tensors:
@@ -214,13 +214,22 @@ def _outputs(ep: Any, node: Any, env: dict, fx_tensors: dict[str, str],
     return outputs, updates, mutations
 
 
-def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list, opaque_fns: dict) -> Any:
+def _update_rule(node: Any, copies: dict) -> Any:
+    """The functional rule of an in-place op lowered in place of it: on a graph input, or on new memory in a
+    program with no writes into views (``copies``, :func:`.view_writes.view_copies`). With both, the
+    program is functionalised as a whole (SOL-ExecBench's NVFP4 quantisers, ``result[mask] = v`` and
+    ``out[:, :, b] = q``, failed validation lowered piecewise)."""
+    return buffer_update_rule(node) or (None if copies else fresh_update_rule(node))
+
+
+def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list, opaque_fns: dict,
+                copies: dict) -> Any:
     from ..common.errors import NoRuleError
 
     packet, _ = op_name(node.target)
     ctx.node, ctx.op = node, packet
     fn = find_rule(node.target)
-    update = None if fn is not None else buffer_update_rule(node) or fresh_update_rule(node)
+    update = None if fn is not None else _update_rule(node, copies)
     inplace = update is not None
     if inplace:
         fn = update
@@ -237,7 +246,6 @@ def _lower_call(ctx: LowerCtx, node: Any, env: dict, strict: bool, opaque: list,
             ctx.lowered_ops.update(op_name(node.target))
             if inplace:
                 ctx.lowered_ops.add(ctx.op)  # the functional op's rule lowered it
-            if inplace:
                 env[node.args[0]] = result
             return result
         except NoLowering as e:
@@ -389,10 +397,8 @@ def grad_mode_body(node: Any, gm: Any) -> Any | None:
 
 
 def unruled(gm: Any) -> list[Any]:
-    """The call nodes of ``gm`` (and of the no_grad bodies lowered inline) that no rule lowers. An in-place
-    update of new memory counts as lowered only in a program with no writes into views: with both, the
-    program is functionalised as a whole, as before such updates had a rule (SOL-ExecBench's NVFP4
-    quantisers, ``result[mask] = v`` and ``out[:, :, b] = q``, failed validation lowered piecewise)."""
+    """The call nodes of ``gm`` (and of the no_grad bodies lowered inline) that no rule lowers
+    (an in-place op counts as lowered where :func:`_update_rule` has its functional rule)."""
     copies = view_copies(gm.graph)
     out = []
     for n in gm.graph.nodes:
@@ -401,8 +407,7 @@ def unruled(gm: Any) -> list[Any]:
         body = grad_mode_body(n, gm)
         if body is not None:
             out += unruled(body)
-        elif find_rule(n.target) is None and buffer_update_rule(n) is None and \
-                (copies or fresh_update_rule(n) is None):
+        elif find_rule(n.target) is None and _update_rule(n, copies) is None:
             out.append(n)
     return out
 

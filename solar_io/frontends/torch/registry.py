@@ -103,11 +103,15 @@ def _aliases(node: Any) -> bool:
 
 
 def _fresh(x: Any, writer: Any) -> bool:
-    """``x`` is new memory only ``writer`` changes, and no view of it is taken (see :func:`fresh_update_rule`)."""
-    if getattr(x, "op", None) != "call_function" or any(
-            u is not writer and (_aliases(u) or not u < writer) for u in x.users):
-        return False
-    if not _aliases(x):
-        return True
-    packet, _ = op_name(x.target)  # an earlier in-place update of new memory: new memory still
-    return packet.endswith("_") and bool(x.args) and _fresh(x.args[0], x)
+    """``x`` is new memory only ``writer`` changes, and no view of it is taken (see :func:`fresh_update_rule`).
+    A chain of in-place updates (one per expert, per token) is walked back to the op that made the memory."""
+    while True:
+        if getattr(x, "op", None) != "call_function" or any(
+                u is not writer and (_aliases(u) or not u < writer) for u in x.users):
+            return False
+        if not _aliases(x):
+            return True
+        packet, _ = op_name(x.target)  # an earlier in-place update of new memory: new memory still
+        if not packet.endswith("_") or not x.args:
+            return False
+        x, writer = x.args[0], x

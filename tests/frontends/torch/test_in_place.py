@@ -206,3 +206,24 @@ def test_an_update_of_new_memory_is_lowered_without_decomposing_the_program(monk
         assert m[eq.name].flops_vector == 3 * 8
         adds = [m[n.name].flops_vector for n in g.nodes if n.op == "aten.index_add"]
         assert adds == [3 * 4, 3 * 4]
+
+
+def test_a_long_chain_of_updates_of_new_memory_is_walked_without_recursion():
+    """A per-token loop of ``out.index_add_`` is a chain of in-place nodes, each on the last one's result:
+    2,000 of them (deeper than Python's recursion limit) are all updates of new memory, and a view taken of
+    the memory before the chain makes none of them one."""
+    from solar_io.frontends.torch.registry import fresh_update_rule
+
+    for viewed in (False, True):
+        g = torch.fx.Graph()
+        ids, src = g.placeholder("ids"), g.placeholder("src")
+        x = g.call_function(torch.ops.aten.zeros.default, ([8, 4],))
+        if viewed:
+            head = g.call_function(torch.ops.aten.slice.Tensor, (x, 0, 0, 2))
+        for _ in range(2000):
+            x = g.call_function(torch.ops.aten.index_add_.default, (x, 0, ids, src))
+        if viewed:
+            g.output((x, head))
+        else:
+            g.output(x)
+        assert (fresh_update_rule(x) is None) == viewed
