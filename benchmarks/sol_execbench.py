@@ -181,8 +181,19 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
         print(f"{rel}: {sum(r['captured'] for r in rows if r['problem'] == str(rel))}/{len(results)} captured "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         if rows_path is not None:  # after every problem, so a long run can be read while it goes
-            rows_path.write_text(json.dumps({"rows": rows}, indent=1, default=str))
+            rows_path.write_text(dump_rows(rows))
     return {"rows": rows, "failures": failures}
+
+
+def dump_rows(rows: list[dict]) -> str:
+    """A rows file: JSON with one row a line, so a results file kept in git diffs by workload."""
+    body = ",\n".join(json.dumps(r, default=str, sort_keys=True) for r in rows)
+    return '{"rows": [\n' + body + "\n]}\n"
+
+
+def _seconds(r: dict) -> float | None:
+    """A row's capture + bound seconds; None for a row whose times were not kept (see the header)."""
+    return None if r.get("capture_s") is None else r["capture_s"] + r.get("bound_s", 0.0)
 
 
 def violations(rows: list[dict]) -> list[str]:
@@ -201,16 +212,16 @@ def report(data: dict, hw: str, command: str) -> str:
     rows, failures = data["rows"], data["failures"]
     lines = [f"# SOL-ExecBench corpus on {hw}", "", f"Command: `{command}`", ""]
     lines += ["| subset | workloads | captured | with opaque nodes | of them only bytes-only FFTs | "
-              "median capture+bound s | max s |", "| --- | --- | --- | --- | --- | --- | --- |"]
+              "timed | median capture+bound s | max s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     by = defaultdict(list)
     for r in rows:
         by[r["subset"]].append(r)
     for subset, rs in [*sorted(by.items()), ("all", rows)]:
-        secs = [r["capture_s"] + r.get("bound_s", 0.0) for r in rs if r["captured"]]
+        secs = [t for r in rs if r["captured"] and (t := _seconds(r)) is not None]
         lines.append(f"| {subset} | {len(rs)} | {sum(r['captured'] for r in rs)} | "
                      f"{sum(r['opaque'] > 0 for r in rs if r['captured'])} | "
                      f"{sum(0 < r['opaque'] == r.get('fft', 0) for r in rs if r['captured'])} | "
-                     f"{statistics.median(secs) if secs else 0:.2f} | {max(secs) if secs else 0:.2f} |")
+                     f"{len(secs)} | {statistics.median(secs) if secs else 0:.2f} | {max(secs) if secs else 0:.2f} |")
     viol = violations(rows)
     known = sum(r.get("baseline") is not None for r in rows)
     bad = len({v.split(": ", 1)[0] for v in viol})  # a workload's fused and cache-aware lines count once
@@ -227,11 +238,12 @@ def report(data: dict, hw: str, command: str) -> str:
     lines += [f"- {e[:400]}" for _, _, e in failures]
     lines += ["", "## Workloads", "",
               "| workload | captured | opaque | unfused ms | fused ms | cache-aware ms | published SOL ms | "
-              "baseline ms | baseline / fused | published SOL / fused |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "baseline ms | baseline / fused | published SOL / fused | capture+bound s |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         ratio = (f"{r['baseline'] / r['fused']:.3g}" if r.get("baseline") and r.get("fused") else "-")
         ratio += " | " + (f"{r['sol'] / r['fused']:.3g}" if r.get("sol") and r.get("fused") else "-")
+        ratio += " | " + (f"{t:.2f}" if (t := _seconds(r)) is not None else "-")
         lines.append(f"| {r['problem']}:{r['key']} | {'yes' if r['captured'] else 'no'} | {r['opaque']} | "
                      f"{_ms(r.get('unfused'))} | {_ms(r.get('fused'))} | {_ms(r.get('cache'))} | "
                      f"{_ms(r.get('sol'))} | {_ms(r.get('baseline'))} | {ratio} |")

@@ -243,3 +243,18 @@ def test_the_report_counts_a_violating_workload_once():
             {**row, "problem": "L1/a", "key": "u2", "fused": 1e-3, "cache": 1e-3, "baseline": 3e-3}]
     text = _bench_module().report({"rows": rows, "failures": []}, "b200", "cmd")
     assert "1 of 2 workloads with a measured baseline (2 lines below)" in text
+
+
+def test_rows_without_times_are_left_out_of_the_median_and_the_rows_file_reads_back():
+    """Rows rebuilt from an earlier report carry no seconds (``capture_s`` null): the median is over the
+    timed rows (3 s of 1 s and 3 s and 5 s), and the count of timed rows is printed beside it. The rows file
+    is JSON with one row a line."""
+    import json
+
+    mod = _bench_module()
+    row = {"subset": "L1", "problem": "L1/a", "captured": True, "opaque": 0, "bound_s": 0.0}
+    rows = [{**row, "key": f"u{i}", "capture_s": s} for i, s in enumerate([1.0, None, 3.0, None, 5.0])]
+    text = mod.report({"rows": rows, "failures": []}, "b200", "cmd")
+    assert "| L1 | 5 | 5 | 0 | 0 | 3 | 3.00 | 5.00 |" in text
+    dumped = mod.dump_rows(rows)
+    assert json.loads(dumped) == {"rows": rows} and len(dumped.splitlines()) == len(rows) + 2
