@@ -96,18 +96,27 @@ class _Call:
         self.args = strip(tuple(node.args))
         self.kwargs = {k: strip(v) for k, v in node.kwargs.items()}
 
-    def key(self, shapes: list[tuple[int, ...]] | None = None) -> str:
+    def key(self, shapes: list[tuple[int, ...]] | None = None, map_ints: bool = False) -> str:
         """What tells distinct calls apart: the op, its tensors' shapes (its own, or ``shapes``) and dtypes,
-        and its other arguments. Two calls with one key at their reduced shapes are checked by one program."""
+        and its other arguments (as the check at ``shapes`` passes them, with ``map_ints``). Two calls with
+        one key at their reduced shapes are checked by one program: experts 1 and 17 of 32 selected from a
+        weight that reduces to 16 are both ``select(w, 0, 1)`` there."""
         got = [(tuple(t.shape) if shapes is None else shapes[i], str(t.dtype)) for i, t in enumerate(self.tensors)]
-        return f"{self.node.target}|{got}|{self.args!r}|{sorted(self.kwargs.items())!r}"
+        args, kwargs = self._arguments(shapes, map_ints) if shapes is not None else (self.args, self.kwargs)
+        return f"{self.node.target}|{got}|{args!r}|{sorted(kwargs.items())!r}"
+
+    def _arguments(self, shapes: list[tuple[int, ...]], map_ints: bool) -> tuple[tuple, dict]:
+        """The non-tensor arguments the call is checked with at ``shapes``."""
+        if not map_ints:
+            return self.args, self.kwargs
+        args = _range_ints(self.target, self.args) or _select_ints(self.target, self.args, shapes) \
+            or _map_ints(self.args)
+        return args, {k: _map_ints(v) for k, v in self.kwargs.items()}
 
     def program(self, shapes: list[tuple[int, ...]], map_ints: bool) -> tuple[Callable, list[Callable]]:
         """The call as a function of its tensors, and makers of random tensors of ``shapes``."""
         target = self.target
-        args = (_range_ints(target, self.args) or _select_ints(target, self.args, shapes) or _map_ints(self.args)) \
-            if map_ints else self.args
-        kwargs = {k: (_map_ints(v) if map_ints else v) for k, v in self.kwargs.items()}
+        args, kwargs = self._arguments(shapes, map_ints)
 
         def fn(*ts: torch.Tensor) -> Any:
             def fill(v: Any) -> Any:
@@ -318,10 +327,11 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
     shared: dict[str, Validation] = {}  # reduced key -> the record of the check run at those reduced sizes
     for call in calls.values():
         small = [tuple(reduced_size(int(s)) for s in t.shape) for t in call.tensors]
-        same = call.key(small)  # calls whose reduced programs are one program (MoE experts of other sizes)
+        mapped = str(call.node.target) not in STORED_SHAPES
+        same = call.key(small, mapped)  # calls whose reduced programs are one program (MoE experts' sizes, indexes)
         record = shared.get(same)
         if record is None:
-            record = _check(call, small, str(call.node.target) not in STORED_SHAPES, seed, pipeline)
+            record = _check(call, small, mapped, seed, pipeline)
             if isinstance(record, Validation) and record.status != "skipped":
                 shared[same] = record
         if isinstance(record, Exception):

@@ -222,3 +222,28 @@ def test_calls_that_reduce_to_one_program_share_its_check(monkeypatch: pytest.Mo
     assert seen.count("aten.matmul.default") == 1  # two distinct calls, one check
     distinct = len(seen) + 1
     assert f"reduced sizes: {distinct} of {distinct} distinct nodes" in v.reason, v.reason
+
+
+def test_experts_selected_by_index_share_the_check_of_their_reduced_index(monkeypatch: pytest.MonkeyPatch):
+    """Experts 1 and 17 of a 32-expert weight: ``select(w, 0, 1)`` and ``select(w, 0, 17)`` are distinct calls,
+    but at reduced sizes (32 -> 16) the index is taken modulo 16, so both check ``select(w16, 0, 1)``: one
+    program on the same seeded inputs. Expert 2 selects another row there and is checked on its own."""
+    from solar_io.frontends.torch.loader import Source, _FnModule
+
+    def experts(x, w):
+        return torch.cat([x @ w[1], x @ w[17], x @ w[2]])
+
+    src = Source(Path("experts.py"), "experts.py", "0" * 64, lambda: _FnModule(experts),
+                 lambda: [torch.randn(8, 32), torch.randn(32, 32, 48)])
+    seen: list[str] = []
+    check = reduced._check
+
+    def counted(call, shapes, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.append(f"{call.node.target}{call.args[1:]}")
+        return check(call, shapes, *a, **k)
+
+    monkeypatch.setattr(reduced, "_check", counted)
+    v = capture_source(src, validate=True, validate_budget=TINY).graph.validation
+    assert v.status == "passed", v.reason
+    assert sorted(c for c in seen if c.startswith("aten.select")) == ["aten.select.int(0, 1)", "aten.select.int(0, 2)"]
+    assert "reduced sizes: 5 of 5 distinct nodes (7 calls" in v.reason, v.reason
