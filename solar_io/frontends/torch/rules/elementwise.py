@@ -25,6 +25,11 @@ _UNARY = {
     "aten.erfc": "erfc", "aten.erfinv": "erfinv",
     "aten.log1p": "log1p", "aten.expm1": "expm1", "aten.log2": "log2",
     "aten.log10": "log10", "aten.exp2": "exp2", "aten.trunc": "trunc",
+    # aten's alias names (torch.absolute, torch.arccos, torch.fix, torch.special.expit, ...), which
+    # export keeps as they are written
+    "aten.absolute": "abs", "aten.negative": "neg", "aten.arcsin": "asin", "aten.arccos": "acos",
+    "aten.arctan": "atan", "aten.arcsinh": "asinh", "aten.arccosh": "acosh", "aten.arctanh": "atanh",
+    "aten.fix": "trunc", "aten.special_expit": "sigmoid", "aten.special_exp2": "exp2", "aten.special_erf": "erf",
 }
 
 
@@ -52,6 +57,10 @@ _BINARY = {
     "aten.logical_or": "or", "aten.bitwise_and": "and", "aten.bitwise_or": "or",
     "aten.__and__": "and", "aten.__or__": "or",  # Python's & and | (transformers' mask functions)
     "aten.atan2": "atan2", "aten.fmod": "fmod", "aten.remainder": "remainder",
+    # aten's alias names (torch.greater, torch.multiply, ...): export keeps them, and one left unlowered
+    # sends the whole program through the decomposition (82 s of a 512-expert MoE's capture)
+    "aten.greater": "gt", "aten.greater_equal": "ge", "aten.less": "lt", "aten.less_equal": "le",
+    "aten.not_equal": "ne", "aten.multiply": "mul",
 }
 
 
@@ -81,7 +90,7 @@ def diff(ctx: LowerCtx, a: Args) -> T:
     return ctx.ew("ne" if ctx.dtype(x) == "bool" else "sub", later, earlier, dtype=ctx.out_dtype())
 
 
-@rule("aten.add", "aten.sub")
+@rule("aten.add", "aten.sub", "aten.subtract")
 def add_sub(ctx: LowerCtx, a: Args) -> T:
     other = a.other
     alpha = a.alpha if a.alpha is not None else 1
@@ -99,7 +108,7 @@ def rsub(ctx: LowerCtx, a: Args) -> T:
     return ctx.ew("sub", a.other, x, dtype=ctx.out_dtype())
 
 
-@rule("aten.div")
+@rule("aten.div", "aten.divide", "aten.true_divide")
 def div(ctx: LowerCtx, a: Args) -> T:
     mode = a.rounding_mode
     if mode is None:
