@@ -142,6 +142,13 @@ CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten.absolute": (lambda a: aten.absolute.default(a), [r(3, 4)]),
     "aten.negative": (lambda a: aten.negative.default(a), [r(3, 4)]),
     "aten.arctan": (lambda a: aten.arctan.default(a), [r(3, 4)]),
+    "aten.arcsin": (lambda a: aten.arcsin.default(a.tanh()), [r(3, 4)]),
+    "aten.arccos": (lambda a: aten.arccos.default(a.tanh()), [r(3, 4)]),
+    "aten.arcsinh": (lambda a: aten.arcsinh.default(a), [r(3, 4)]),
+    "aten.arccosh": (lambda a: aten.arccosh.default(a.abs() + 1), [r(3, 4)]),
+    "aten.arctanh": (lambda a: aten.arctanh.default(a.tanh() * 0.9), [r(3, 4)]),
+    "aten.special_erf": (lambda a: aten.special_erf.default(a), [r(3, 4)]),
+    "aten.special_exp2": (lambda a: aten.special_exp2.default(a), [r(3, 4)]),
     "aten.fix": (lambda a: aten.fix.default(a * 3), [r(3, 4)]),
     "aten.special_expit": (lambda a: aten.special_expit.default(a), [r(3, 4)]),
     # packed fp4 and nibble unpacking (rules/fp4.py): uint8 bytes, masks of signed integers too
