@@ -34,6 +34,8 @@ FILE_TO_TORCH = {file: getattr(torch, name) for file, name in FILE_TO_FRAMEWORK.
 ACCELERATORS = ("cuda", "xpu", "mps", "hip")
 #: The seed of inputs made on the CPU for a meta-device capture: validation's default (its seed 0, + 1).
 INPUT_SEED = 1
+#: The most bytes of CPU inputs a source keeps to hand out again (:meth:`Source._remembered`).
+REMEMBERED_BYTES = 1 << 30
 
 
 class OnDevice(torch.overrides.TorchFunctionMode):
@@ -91,6 +93,7 @@ class Source:
     eval_mode: bool = False
     accelerator: bool = False  # the source names an accelerator device ('cuda', ...): see OnDevice
     scalars: dict[int, Any] | None = field(default=None, repr=False)  # see inputs()
+    made: dict[str, Any] = field(default_factory=dict, repr=False)  # see _remembered()
 
     def model(self, device: str) -> nn.Module:
         """A fresh model instance on ``device`` (meta: no weight memory).
@@ -140,6 +143,53 @@ class Source:
             return xs
         return [self.scalars.get(i, x) if isinstance(x, (bool, int, float)) else x for i, x in enumerate(xs)]
 
+    def _made(self, device: str) -> list[Any]:
+        """What the inputs factory gives on ``device``, or on the CPU under ``INPUT_SEED`` where it raised
+        there (see :meth:`inputs`)."""
+        try:
+            with torch.device(device), OnDevice(device):
+                return list(self.inputs_factory())
+        except Exception:
+            pass
+        try:
+            with OnDevice("cpu"), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(INPUT_SEED)
+                start = torch.random.get_rng_state()
+                xs = list(self.inputs_factory())
+                self._keep(start, xs, torch.random.get_rng_state())  # validation's inputs, from the same seed
+        except Exception as e:
+            raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
+        if device == "meta":
+            self.made["meta"] = [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x for x in xs]
+        return xs
+
+    def _remembered(self, device: str) -> list[Any]:
+        """The factory's inputs on ``device``, made once per random state.
+
+        A generator is a function of the CPU random state it starts from (validation seeds it), so a
+        second call from the same state gets copies of the first call's tensors and leaves the state where
+        the first call did. On meta, a generator that needs real data ran on the CPU under ``INPUT_SEED``
+        (its own fixed state): later meta calls get tensors of the same shapes without running it again.
+        An NVFP4 quantiser's ``get_inputs`` (16 masked writes over each weight) took 13 s a call, 8 calls a
+        capture. At most one CPU call is kept, up to ``REMEMBERED_BYTES`` of tensors."""
+        if device == "meta" and "meta" in self.made:
+            return [torch.empty_like(x) if isinstance(x, torch.Tensor) else x for x in self.made["meta"]]
+        if device != "cpu":
+            return self._made(device)
+        state = torch.random.get_rng_state()
+        kept = self.made.get("cpu")
+        if kept is not None and torch.equal(kept[0], state):
+            torch.random.set_rng_state(kept[2])
+            return [_copy(x) for x in kept[1]]
+        xs = self._made(device)
+        self._keep(state, xs, torch.random.get_rng_state())
+        return xs
+
+    def _keep(self, start: torch.Tensor, xs: list[Any], end: torch.Tensor) -> None:
+        """Keep copies of ``xs``, made from random state ``start`` and leaving ``end`` (:meth:`_remembered`)."""
+        if _rememberable(xs):
+            self.made["cpu"] = (start, [_copy(x) for x in xs], end)
+
     def inputs(self, device: str) -> list[Any]:
         """Fresh inputs on ``device`` (floating ones cast to ``dtype`` when given).
 
@@ -148,16 +198,7 @@ class Source:
         must see the numbers the graph holds (a scale the generator computed as ``w.amax().item()``).
         A generator that needs real data on meta runs on the CPU under seed ``INPUT_SEED`` (the
         validation's default input seed), so the file's constants do not change from run to run."""
-        try:
-            with torch.device(device), OnDevice(device):
-                xs = list(self.inputs_factory())
-        except Exception:
-            try:
-                with OnDevice("cpu"), torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(INPUT_SEED)
-                    xs = list(self.inputs_factory())
-            except Exception as e:
-                raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
+        xs = self._remembered(device)
         xs = self.traced_numbers(xs)
         out = []
         for x in xs:
@@ -168,6 +209,33 @@ class Source:
                     x = x.to(self.dtype)
             out.append(x)
         return out
+
+
+def _copy(x: Any) -> Any:  # noqa: ANN401
+    """A copy of tensor ``x`` (anything else as it is). Validation runs with deterministic algorithms, which
+    fill new memory first, and that fill has no kernel for packed fp4; a copy overwrites it all anyway."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    det = torch.utils.deterministic
+    fill = det.fill_uninitialized_memory
+    det.fill_uninitialized_memory = False
+    try:
+        return x.clone()
+    finally:
+        det.fill_uninitialized_memory = fill
+
+
+def _rememberable(xs: list[Any]) -> bool:
+    """Whether copies of ``xs`` are the same inputs again: plain CPU tensors that need no gradient and share
+    no memory (a copy would break the aliasing), and immutable numbers, in all ``REMEMBERED_BYTES`` at most."""
+    tensors = [x for x in xs if isinstance(x, torch.Tensor)]
+    if any(not isinstance(x, (torch.Tensor, bool, int, float, str, type(None))) for x in xs):
+        return False
+    if any(type(t) is not torch.Tensor or t.requires_grad or t.device.type != "cpu" for t in tensors):
+        return False
+    storages = [t.untyped_storage().data_ptr() for t in tensors if t.numel()]
+    return len(set(storages)) == len(storages) and \
+        sum(t.numel() * t.element_size() for t in tensors) <= REMEMBERED_BYTES
 
 
 def _import_file(path: Path) -> Any:
