@@ -216,7 +216,14 @@ class _Decide(TorchFunctionMode):
                 if self.v.on_cpu:
                     return torch.bincount(x, weights, minlength=d.value)
                 dt = weights.dtype if weights is not None else torch.int64
-                return torch.zeros(d.value, dtype=dt, device=x.device)
+                out = torch.empty(d.value, dtype=dt, device=x.device)
+                xv = self.v.value(x)  # known: the length was computed from it
+                wv = self.v.value(weights) if weights is not None else None
+                self.v.known.pop(out, None)  # (the values pass would take empty's memory for its values)
+                if weights is None or wv is not None:  # the counts themselves, for decisions on them
+                    self.v.known[out] = torch.bincount(xv, wv, minlength=d.value)[:d.value]
+                self.v.origin[out] = self.v.labels(x) | self.v.labels(weights)
+                return out
         if func in _REPEAT:
             x = args[0]
             repeats = args[1] if len(args) > 1 else kwargs.get("repeats")

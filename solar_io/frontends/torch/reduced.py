@@ -65,6 +65,10 @@ FULL_ELEMENTS = 1 << 25
 #: stored values have. Their tensor arguments are still reduced.
 STORED_SHAPES = frozenset({"solar_io.specialised_index.default"})
 
+#: Ops whose integer argument at this position bounds the values of their integer tensors: the length of
+#: ``solar_io::bincount`` (ids at or past it are outside the count, which the graph refuses).
+VALUE_BOUNDS = {"solar_io.bincount.default": 2}
+
 
 def _map_ints(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, int):
@@ -130,6 +134,9 @@ class _Call:
 
         dims = [s for shape in shapes for s in shape if s > 0]
         top = max(1, min(dims) if dims else 1)
+        at = VALUE_BOUNDS.get(str(self.node.target))
+        if at is not None and len(args) > at and isinstance(args[at], int):
+            top = max(1, min(top, args[at]))
         makers = [_maker(shape, t.dtype, top) for shape, t in zip(shapes, self.tensors, strict=True)]
         return fn, makers
 

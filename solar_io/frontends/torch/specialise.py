@@ -14,7 +14,9 @@ boolean-mask indexing, ``bincount``, the tokens each expert receives after a rou
    scores computed from weights is a router: its indices are the routing model's. A decision whose
    values are not known on meta (the routing is ``observed``, or a branch on the hidden states)
    reruns the pass on the CPU with seeded weights and inputs (the validation's), if the weights and
-   inputs fit ``budget``; otherwise it is a CaptureError naming the op, where it is and what the
+   inputs fit ``budget``; otherwise the meta pass is run again knowing the floating inputs that fit half
+   of ``budget`` (a ``topk`` over scores computed from them still takes the routing model's choice), and
+   where that does not decide either it is a CaptureError naming the op, where it is and what the
    tensor is computed from.
 2. **Export** on meta, ``_Decide`` replaying the recorded answers in order: Python scalars become
    constants of the trace (the branch taken), data-dependent shapes become ops of fixed size
@@ -47,6 +49,7 @@ from .routing import Routing, assign, counts, expected_distinct, per_expert_coun
 from .values import (
     SMALL_FLOAT_INPUT,
     TABLES,
+    WIDE,
     Decision,
     NeedValues,
     Plan,
@@ -137,15 +140,19 @@ def _inputs(source: Any, lean: bool) -> list[Any]:
     return [x.to(dt) if dt is not None and isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in xs]
 
 
-def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = False) -> Plan:
-    plan = Plan(routing, device)
+def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = False, wide: int = 0) -> Plan:
+    """One values pass (module docstring). On meta, ``wide`` bytes of floating inputs above
+    ``SMALL_FLOAT_INPUT`` (smallest first, each at most ``SMALL`` elements) have known values too."""
+    plan = Plan(routing, device, wide=wide > 0)
     values = _Values(on_cpu=device == "cpu")
     torch.manual_seed(seed)
     model = source.model(device)
     torch.manual_seed(seed + 1)
     cpu_inputs = _inputs(source, lean and device == "meta")
+    widened = []
     if device == "meta":
         inputs = []
+        room = wide
         for x in cpu_inputs:
             if isinstance(x, torch.Tensor):
                 m = torch.empty_like(x, device="meta")
@@ -155,13 +162,23 @@ def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = Fal
                 inputs.append(m)
             else:
                 inputs.append(x)
+        for x, m in sorted(((x, m) for x, m in zip(cpu_inputs, inputs, strict=True) if isinstance(x, torch.Tensor)
+                            and x.device.type != "meta" and m not in values.known and is_small(x)),
+                           key=lambda xm: xm[0].nbytes):
+            if x.nbytes <= room:
+                values.known[m], room = x, room - x.nbytes
+                widened.append(m)
     else:
         inputs = cpu_inputs
     _label_model(values, model, inputs)
+    for m in widened:
+        values.origin[m] = values.origin[m] | {WIDE}
+    from .capture import numbers_on_cpu  # (capture imports this module)
     from .eager import no_dropout
 
+    # numbers made into tensors on meta keep their values, as in the export (torch.tensor(448.0, device=x.device))
     with torch.no_grad(), no_dropout(), CpuNvfp4(), _Tracker(values, plan, _chooser(routing, plan)), \
-            _Decide(plan, values), torch.device(device):
+            _Decide(plan, values), torch.device(device), numbers_on_cpu():
         model(*inputs)
     used = set().union(*(d.routers for d in plan.decisions)) if plan.decisions else set()
     plan.routers = {i: r for i, r in plan.routers.items() if i in used}
@@ -179,7 +196,10 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
     """The decisions of ``source``'s data-dependent calls (see the module docstring).
 
     Runs on meta when the routing is synthetic (only small values are computed, on the CPU), on the
-    CPU when it is ``observed`` or the meta pass meets a decision on values it does not know.
+    CPU when it is ``observed`` or the meta pass meets a decision on values it does not know. Where the
+    model is too large for the CPU run (``budget``), the meta pass is tried once more knowing the floating
+    inputs that fit half the budget too (``wide``): SOL-ExecBench Quant/008 quantises its activations
+    (``if global_encode_scale == 0.0``, from their amax) beside a 2.5 GB embedding table.
     """
     need: NeedValues | None = None
     size = _cpu_bytes(source)
@@ -188,6 +208,11 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
             return _run(source, routing, "meta", seed, lean=size > budget)
         except NeedValues as e:
             need = e
+        if size * 2 > budget:  # too large to run on the CPU: the inputs that fit, known on meta
+            try:
+                return _run(source, routing, "meta", seed, lean=size > budget, wide=budget // 2)
+            except NeedValues:
+                pass
     if size * 2 > budget:
         what = need.op if need else "the observed routing"
         where = f" ({need.where})" if need and need.where else ""
@@ -279,6 +304,9 @@ def assumptions(plan: Plan) -> tuple[Assumption, ...]:
         sites.setdefault((d.op, d.where), []).append(d)
     source = "the routing model's choice and small inputs (meta pass)" if plan.device == "meta" else \
         "the model run on the CPU on its example inputs (seeded weights)"
+    if plan.wide:
+        source = ("the routing model's choice and the example inputs that fit half the validation budget (meta "
+                  "pass; the model is too large to run on the CPU)")
     for (op, where), ds in sites.items():
         what = {"index": "rows of the index", "bincount": "lengths", "list": "lengths"}.get(ds[0].kind, "values")
         out.append(Assumption("specialised", f"{op} at {where or 'unknown place'}",

@@ -35,6 +35,9 @@ SMALL = 1 << 24
 SMALL_INTEGER = 1 << 26
 #: Input tensors whose values the meta pass knows: integer/bool ones up to SMALL, floating ones up to this.
 SMALL_FLOAT_INPUT = 1 << 16
+#: The label of floating inputs above SMALL_FLOAT_INPUT whose values a widened meta pass knows
+#: (:func:`.specialise.specialise`): a ``topk`` over scores computed from them is still a router.
+WIDE = "known:wide"
 aten = torch.ops.aten
 
 
@@ -74,6 +77,7 @@ class Plan:
     decisions: list[Decision] = field(default_factory=list)
     routers: dict[int, Router] = field(default_factory=dict)
     topk_calls: int = 0
+    wide: bool = False  # the meta pass knew the inputs that fit half the budget (specialise.specialise)
 
     def forced_tables(self) -> dict[int, np.ndarray]:
         """{topk ordinal: [tokens, k] table} of the routers whose choice the routing model made."""
@@ -177,7 +181,7 @@ class _Tracker(TorchDispatchMode):
         self.plan.topk_calls += 1
         x, k, dim, _, _ = _topk_args(args, kwargs)
         tag = frozenset({f"topk:{i}"})
-        xv = self.v.value(x)
+        xv = self.v.value(x) if WIDE not in labels else None
         table = self.choose(i, x, k, dim) if (xv is None or any(lb.startswith("weight:") for lb in labels)) \
             else None
         if table is not None:

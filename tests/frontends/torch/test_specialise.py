@@ -401,3 +401,71 @@ def test_a_tensor_used_as_a_number_by_arange_and_a_slice_is_specialised(tmp_path
     assert dict(said.values)["values"] == (5, 5, 11, 11)  # arange's end and the slice's bound, per row
     writes = [m for m in graph_metrics(g).nodes if m.name.startswith("copy")]
     assert sorted(sum(m.bytes_written.values()) for m in writes)[:1] == [3 * 5 * 8]
+
+
+WIDE_INPUTS = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, table, x, w):
+        s = torch.tensor(448.0, device=x.device) / x.abs().amax()  # a number made a tensor on x's device
+        if s == 0.0:  # an NVFP4 quantiser's guard: needs x's values
+            s = torch.ones(())
+        _, idx = (x @ w).topk(2, dim=-1)  # a router over scores computed from x
+        busiest = int(torch.bincount(idx.flatten(), minlength=8).max())
+        return table[:4] * 2.0, x[:busiest] / s
+
+
+def get_inputs():
+    return [torch.randn(1024, 512), torch.randn(300, 256), torch.randn(256, 8)]
+"""
+
+
+def test_a_decision_on_inputs_beside_a_table_over_the_budget_is_taken_on_meta(tmp_path: Path) -> None:
+    """SOL-ExecBench Quant/008: a guard on the activations' amax (x: 76,800 floats, past the meta pass's
+    65,536) beside a table that makes the model too large to run on the CPU (2.4 MB of inputs, twice, over a
+    2 MB budget). The meta pass is tried again knowing the inputs that fit half the budget (x and w), which
+    decides the guard (448 made a tensor on x's device, meta there, keeps its value, as in the export); the
+    table stays unknown. The topk over scores from x is still a router: under the
+    uniform routing each of 8 experts gets 300 * 2 / 8 = 75 tokens, so ``busiest`` is 75 (not what the
+    random scores would give)."""
+    p = tmp_path / "wide.py"
+    p.write_text(WIDE_INPUTS)
+    g = capture_file(p, validate_budget=2 << 20)
+    assert g.validation.status == "passed", g.validation.reason
+    sizes = dict(g.ranks)
+    shapes = sorted([sizes[r] for r in t.ranks] for t in g.tensors if t.role == "output")
+    assert shapes == [[4, 512], [75, 256]], shapes
+    spec = [a for a in g.assumptions if a.kind == "specialised"]
+    assert spec and all("inputs that fit half the validation budget" in a.detail for a in spec), spec
+
+
+def test_counts_of_routed_ids_are_known_to_the_meta_pass(tmp_path: Path) -> None:
+    """``bincount`` of a router's ids on the meta pass has the counts as its values (it was a zero tensor,
+    so a decision on a count took 0). 30 tokens x top-2 over 8 experts of a router weight under the uniform
+    routing: 60 choices, at most ceil(60 / 8) = 8 tokens an expert."""
+    p = tmp_path / "counts.py"
+    p.write_text(ROUTED_COUNTS)
+    g = capture_file(p)
+    assert g.validation.status == "passed", g.validation.reason
+    sizes = dict(g.ranks)
+    assert [[sizes[r] for r in t.ranks] for t in g.tensors if t.role == "output"] == [[8, 16]]
+
+
+ROUTED_COUNTS = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.router = torch.nn.Linear(16, 8, bias=False)
+
+    def forward(self, x):
+        _, idx = self.router(x).topk(2, dim=-1)
+        busiest = int(torch.bincount(idx.flatten(), minlength=8).max())
+        return x[:busiest] * 2.0
+
+
+def get_inputs():
+    return [torch.randn(30, 16)]
+"""
