@@ -72,6 +72,56 @@ def binary(ctx: LowerCtx, a: Args) -> T:
     return ctx.ew(m, a.self, a.other, dtype=ctx.out_dtype())
 
 
+@rule("aten.logical_xor", "aten.bitwise_xor")
+def xor(ctx: LowerCtx, a: Args) -> T:
+    """``a != b`` of the operands' truth values (bitwise only of booleans)."""
+    if ctx.op == "aten.bitwise_xor" and ctx.out_dtype() != "bool":
+        raise NoLowering("bitwise xor of integers")
+    x, y = (v if not isinstance(v, T) or ctx.dtype(v) == "bool" else ctx.ew("ne", v, 0, dtype="bool", suffix="truth")
+            for v in (a.self, a.other))
+    return ctx.ew("ne", x, y, dtype="bool")
+
+
+@rule("aten.log_sigmoid", "aten.logaddexp")
+def log_sigmoid(ctx: LowerCtx, a: Args) -> T:
+    """``log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))`` and ``logaddexp(a, b) = max(a, b) + log1p(exp(-|a - b|))``,
+    the stable forms eager computes."""
+    if ctx.op == "aten.log_sigmoid":
+        edge, gap, sign = ctx.ew("min", a.self, 0.0, suffix="edge"), a.self, "sub"
+    else:
+        edge, sign = ctx.ew("max", a.self, a.other, suffix="edge"), "add"
+        gap = ctx.ew("sub", a.self, a.other, suffix="gap")
+    t = ctx.ew("neg", ctx.ew("abs", gap, suffix="abs"), suffix="negabs")
+    t = ctx.ew("log1p", ctx.ew("exp", t, suffix="exp"), suffix="log1p")
+    return ctx.ew(sign, edge, t, dtype=ctx.out_dtype())
+
+
+@rule("aten.isfinite")
+def isfinite(ctx: LowerCtx, a: Args) -> T:
+    """Not NaN (``x == x``) and not infinite."""
+    if ctx.dtype(a.self) == "bool" or not ctx.dtype(a.self).startswith(("fp", "bf")):
+        raise NoLowering("isfinite of integers: every value")
+    real = ctx.ew("eq", a.self, a.self, dtype="bool", suffix="real")
+    bounded = ctx.ew("ne", ctx.ew("abs", a.self, suffix="abs"), float("inf"), dtype="bool", suffix="bounded")
+    return ctx.ew("and", real, bounded, dtype="bool")
+
+
+@rule("aten.sgn", "aten.deg2rad", "aten.rad2deg")
+def sgn_degrees(ctx: LowerCtx, a: Args) -> T:
+    """``sgn`` of a real tensor is ``sign``; degrees and radians are one product."""
+    if ctx.op == "aten.sgn":
+        return ctx.ew("sign", a.self, dtype=ctx.out_dtype())
+    factor = math.pi / 180 if ctx.op == "aten.deg2rad" else 180 / math.pi
+    return ctx.ew("mul", a.self, factor, dtype=ctx.out_dtype())
+
+
+@rule("aten.hypot")
+def hypot(ctx: LowerCtx, a: Args) -> T:
+    sq = ctx.ew("add", ctx.ew("mul", a.self, a.self, suffix="sq"), ctx.ew("mul", a.other, a.other, suffix="sq"),
+                suffix="sumsq")
+    return ctx.ew("sqrt", sq, dtype=ctx.out_dtype())
+
+
 @rule("aten.diff")
 def diff(ctx: LowerCtx, a: Args) -> T:
     """``x[1:] - x[:-1]`` along ``dim`` (``!=`` of booleans: torch's logical xor), two slice views and one

@@ -71,9 +71,10 @@ def _scaled(ctx: LowerCtx, x: T, factor: float, suffix: str) -> T:
     return x if factor == 1 else ctx.ew("mul", x, factor, suffix=suffix)
 
 
-@rule("aten.mm", "aten.bmm", "aten.matmul")
+@rule("aten.mm", "aten.bmm", "aten.matmul", "aten.mv", "aten.dot")
 def mm(ctx: LowerCtx, a: Args) -> T:
-    return matmul(ctx, a.self, a.mat2 if a.mat2 is not None else a.other)
+    other = next(v for v in (a.mat2, a.other, a.vec, a.tensor) if v is not None)  # mv's vec, dot's tensor
+    return matmul(ctx, a.self, other)
 
 
 @rule("aten.linear")
@@ -103,10 +104,11 @@ def matmul_t(ctx: LowerCtx, x: T, w: T, suffix: str | None) -> T:
     return out
 
 
-@rule("aten.addmm", "aten.baddbmm")
+@rule("aten.addmm", "aten.baddbmm", "aten.addmv")
 def addmm(ctx: LowerCtx, a: Args) -> T:
-    prod_ = matmul(ctx, a.mat1 if a.mat1 is not None else a.batch1, a.mat2 if a.mat2 is not None else a.batch2,
-                   "mm")
+    first = next(v for v in (a.mat1, a.batch1, a.mat) if v is not None)
+    second = next(v for v in (a.mat2, a.batch2, a.vec) if v is not None)
+    prod_ = matmul(ctx, first, second, "mm")
     prod_ = _scaled(ctx, prod_, float(a.alpha), "alpha")
     bias = a.self
     if ctx.b.tensors[bias.name].ranks is None:

@@ -35,6 +35,17 @@ def permute(ctx: LowerCtx, a: Args) -> T:
     return ctx.permute(a.self, a.dims)
 
 
+@rule("aten.moveaxis")
+def moveaxis(ctx: LowerCtx, a: Args) -> T:
+    """``movedim``: the dims ``source`` go to the places ``destination``, the rest keep their order."""
+    n = len(ctx.shape(a.self))
+    src = [d % n for d in ([a.source] if isinstance(a.source, int) else a.source)]
+    dst = [d % n for d in ([a.destination] if isinstance(a.destination, int) else a.destination)]
+    rest = iter(d for d in range(n) if d not in src)
+    placed = dict(zip(dst, src, strict=True))
+    return ctx.permute(a.self, [placed[i] if i in placed else next(rest) for i in range(n)])
+
+
 @rule("aten.transpose", "aten.swapaxes", "aten.swapdims")
 def transpose(ctx: LowerCtx, a: Args) -> T:
     x = a.self
