@@ -166,6 +166,8 @@ CASES: dict[str, tuple[Callable, list[Callable]]] = {
     "aten.deg2rad": (lambda x: aten.deg2rad.default(x), [r(3, 4)]),
     "aten.rad2deg": (lambda x: aten.rad2deg.default(x), [r(3, 4)]),
     "aten.hypot": (lambda a, b: aten.hypot.default(a, b), [r(3, 4), r(3, 4)]),
+    "aten.pixel_shuffle": (lambda x: aten.pixel_shuffle.default(x, 2), [r(2, 12, 3, 5)]),
+    "aten.pixel_unshuffle": (lambda x: aten.pixel_unshuffle.default(x, 2), [r(3, 2, 4, 6)]),
     # packed fp4 and nibble unpacking (rules/fp4.py): uint8 bytes, masks of signed integers too
     "aten.view.dtype": (lambda b: aten.view.dtype(aten.view.dtype(b, torch.float4_e2m1fn_x2), torch.uint8) & 15,
                         [u8(3, 4)]),

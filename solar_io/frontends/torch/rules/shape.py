@@ -35,6 +35,24 @@ def permute(ctx: LowerCtx, a: Args) -> T:
     return ctx.permute(a.self, a.dims)
 
 
+@rule("aten.pixel_shuffle", "aten.pixel_unshuffle")
+def pixel_shuffle(ctx: LowerCtx, a: Args) -> T:
+    """``[*, C r r, H, W] <-> [*, C, H r, W r]``: a split of dims, a permute and a merge (the merge of the
+    permuted view is its copy, as eager makes)."""
+    x = a.self
+    *lead, c, h, w = ctx.shape(x)
+    n = len(lead)
+    if ctx.op == "aten.pixel_shuffle":
+        r = int(a.upscale_factor)
+        split = ctx.reshape(x, [*lead, c // (r * r), r, r, h, w], suffix="split")
+        moved = ctx.permute(split, [*range(n), n, n + 3, n + 1, n + 4, n + 2], suffix="moved")
+        return ctx.reshape(moved, [*lead, c // (r * r), h * r, w * r])
+    r = int(a.downscale_factor)
+    split = ctx.reshape(x, [*lead, c, h // r, r, w // r, r], suffix="split")
+    moved = ctx.permute(split, [*range(n), n, n + 2, n + 4, n + 1, n + 3], suffix="moved")
+    return ctx.reshape(moved, [*lead, c * r * r, h // r, w // r])
+
+
 @rule("aten.moveaxis")
 def moveaxis(ctx: LowerCtx, a: Args) -> T:
     """``movedim``: the dims ``source`` go to the places ``destination``, the rest keep their order."""
