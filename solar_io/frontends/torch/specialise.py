@@ -14,8 +14,9 @@ boolean-mask indexing, ``bincount``, the tokens each expert receives after a rou
    scores computed from weights is a router: its indices are the routing model's. A decision whose
    values are not known on meta (the routing is ``observed``, or a branch on the hidden states)
    reruns the pass on the CPU with seeded weights and inputs (the validation's), if the weights and
-   inputs fit ``budget``; otherwise the meta pass is run again knowing the floating inputs that fit half
-   of ``budget`` (a ``topk`` over scores computed from them still takes the routing model's choice), and
+   inputs fit ``budget``; otherwise the meta pass is run again knowing the inputs that fit half of
+   ``budget`` and computing tensors of up to ``budget`` bytes each (a ``topk`` over scores computed from
+   those inputs still takes the routing model's choice), and
    where that does not decide either it is a CaptureError naming the op, where it is and what the
    tensor is computed from.
 2. **Export** on meta, ``_Decide`` replaying the recorded answers in order: Python scalars become
@@ -91,7 +92,12 @@ def _chooser(routing: Routing, plan: Plan) -> Callable[[int, torch.Tensor, int, 
 class _Lean(TorchDispatchMode):
     """Builds inputs on the CPU where they are small and on ``meta`` where they are not: each op runs
     on meta first; only when every result is small (:func:`.values.small`) and no argument is on meta
-    does it run on the CPU. A generator's 15 GB of expert weights never exist, its token ids do."""
+    does it run on the CPU. A generator's 15 GB of expert weights never exist, its token ids do.
+    ``limit``: results of at most this many bytes each are small instead (the wide pass)."""
+
+    def __init__(self, limit: int | None = None):
+        super().__init__()
+        self.limit = limit
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -111,7 +117,7 @@ class _Lean(TorchDispatchMode):
             mkw["device"] = torch.device("meta")
         out = func(*margs, **mkw)
         outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
-        if any(a.device.type == "meta" for a in flat) or not all(is_small(t) for t in outs):
+        if any(a.device.type == "meta" for a in flat) or not all(is_small(t, self.limit) for t in outs):
             return out
         return func(*args, **kwargs)
 
@@ -125,13 +131,13 @@ _FACTORIES = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "rand
                         "linspace", "logspace", "eye", "empty_strided", "scalar_tensor"})
 
 
-def _inputs(source: Any, lean: bool) -> list[Any]:
+def _inputs(source: Any, lean: bool, limit: int | None = None) -> list[Any]:
     """The example inputs on the CPU; with ``lean`` (they do not fit the budget) the large ones on meta
     (:class:`_Lean`; the random stream then differs from the validation's, which cannot run whole)."""
     if not lean:
         return source.inputs("cpu")
     try:
-        with torch.device("cpu"), _Lean():
+        with torch.device("cpu"), _Lean(limit):
             xs = list(source.inputs_factory())
     except Exception:
         return source.inputs("cpu")
@@ -141,14 +147,15 @@ def _inputs(source: Any, lean: bool) -> list[Any]:
 
 
 def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = False, wide: int = 0) -> Plan:
-    """One values pass (module docstring). On meta, ``wide`` bytes of floating inputs above
-    ``SMALL_FLOAT_INPUT`` (smallest first, each at most ``SMALL`` elements) have known values too."""
+    """One values pass (module docstring). On meta, ``wide`` bytes of inputs past ``SMALL_FLOAT_INPUT``
+    (smallest first) have known values too, and every tensor of at most ``2 * wide`` bytes gets its value
+    where its inputs have theirs (not only the ``small`` ones)."""
     plan = Plan(routing, device, wide=wide > 0)
-    values = _Values(on_cpu=device == "cpu")
+    values = _Values(on_cpu=device == "cpu", limit=2 * wide if wide else None)
     torch.manual_seed(seed)
     model = source.model(device)
     torch.manual_seed(seed + 1)
-    cpu_inputs = _inputs(source, lean and device == "meta")
+    cpu_inputs = _inputs(source, lean and device == "meta", values.limit)
     widened = []
     if device == "meta":
         inputs = []
@@ -163,7 +170,7 @@ def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = Fal
             else:
                 inputs.append(x)
         for x, m in sorted(((x, m) for x, m in zip(cpu_inputs, inputs, strict=True) if isinstance(x, torch.Tensor)
-                            and x.device.type != "meta" and m not in values.known and is_small(x)),
+                            and x.device.type != "meta" and m not in values.known),
                            key=lambda xm: xm[0].nbytes):
             if x.nbytes <= room:
                 values.known[m], room = x, room - x.nbytes
@@ -197,9 +204,10 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
 
     Runs on meta when the routing is synthetic (only small values are computed, on the CPU), on the
     CPU when it is ``observed`` or the meta pass meets a decision on values it does not know. Where the
-    model is too large for the CPU run (``budget``), the meta pass is tried once more knowing the floating
-    inputs that fit half the budget too (``wide``): SOL-ExecBench Quant/008 quantises its activations
-    (``if global_encode_scale == 0.0``, from their amax) beside a 2.5 GB embedding table.
+    model is too large for the CPU run (``budget``), the meta pass is tried once more knowing the inputs
+    that fit half the budget too and computing tensors up to the budget each (``wide``): SOL-ExecBench
+    Quant/008 quantises its activations (``if global_encode_scale == 0.0``, from their amax) beside a
+    2.5 GB embedding table; L2/061's ``one_hot`` of 39k tokens' top-10 of 512 experts is 1.6 GB.
     """
     need: NeedValues | None = None
     size = _cpu_bytes(source)

@@ -96,8 +96,9 @@ class NeedValues(Exception):
 class _Values:
     """CPU values of (meta) tensors and what each tensor is computed from (labels)."""
 
-    def __init__(self, on_cpu: bool):
+    def __init__(self, on_cpu: bool, limit: int | None = None):
         self.on_cpu = on_cpu
+        self.limit = limit  # bytes a tensor may have to get its value (None: ``small``'s element counts)
         self.known = WeakTensorKeyDictionary()
         self.origin = WeakTensorKeyDictionary()
 
@@ -105,6 +106,9 @@ class _Values:
         if self.on_cpu or t.device.type != "meta":
             return t
         return self.known.get(t)
+
+    def small(self, t: torch.Tensor) -> bool:
+        return small(t, self.limit)
 
     def labels(self, t: Any) -> frozenset[str]:
         return self.origin.get(t, frozenset()) if isinstance(t, torch.Tensor) else frozenset()
@@ -141,8 +145,11 @@ def forced_topk(x: torch.Tensor, dim: int, table: np.ndarray) -> tuple[torch.Ten
     return vals.movedim(-1, dim).contiguous(), idx.movedim(-1, dim).contiguous()
 
 
-def small(t: torch.Tensor) -> bool:
-    """Whether the values pass computes ``t``'s value on the CPU (when its inputs are known)."""
+def small(t: torch.Tensor, limit: int | None = None) -> bool:
+    """Whether the values pass computes ``t``'s value (when its inputs are known): at most ``SMALL``
+    elements (``SMALL_INTEGER`` of integers and booleans), or ``limit`` bytes when given."""
+    if limit is not None:
+        return t.numel() * t.element_size() <= limit
     return t.numel() <= (SMALL if t.is_floating_point() or t.is_complex() else SMALL_INTEGER)
 
 
@@ -206,7 +213,7 @@ class _Tracker(TorchDispatchMode):
         return out
 
     def _propagate(self, func: Any, args: tuple, kwargs: dict, out: Any, outs: list[torch.Tensor]) -> None:
-        missing = not outs or any(not small(t) for t in outs) \
+        missing = not outs or any(not self.v.small(t) for t in outs) \
             or func._schema.name.split("::")[-1] in RANDOM_OPS  # (CPU draws would not be the validation's)
 
         def conv(a: Any) -> Any:

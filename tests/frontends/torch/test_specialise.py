@@ -421,7 +421,7 @@ def get_inputs():
 """
 
 
-def test_a_decision_on_inputs_beside_a_table_over_the_budget_is_taken_on_meta(tmp_path: Path) -> None:
+def test_a_decision_on_inputs_beside_a_table_over_the_budget_is_taken_on_meta(tmp_path: Path, monkeypatch) -> None:
     """SOL-ExecBench Quant/008: a guard on the activations' amax (x: 76,800 floats, past the meta pass's
     65,536) beside a table that makes the model too large to run on the CPU (2.4 MB of inputs, twice, over a
     2 MB budget). The meta pass is tried again knowing the inputs that fit half the budget (x and w), which
@@ -429,7 +429,10 @@ def test_a_decision_on_inputs_beside_a_table_over_the_budget_is_taken_on_meta(tm
     table stays unknown. The topk over scores from x is still a router: under the
     uniform routing each of 8 experts gets 300 * 2 / 8 = 75 tokens, so ``busiest`` is 75 (not what the
     random scores would give)."""
-    p = tmp_path / "wide.py"
+    from solar_io.frontends.torch import values
+
+    monkeypatch.setattr(values, "SMALL", 1024)  # x and |x| are past the meta pass's own limit too (SOL-ExecBench
+    p = tmp_path / "wide.py"                    # Quant/008's 44M-element activations): the wide pass computes them
     p.write_text(WIDE_INPUTS)
     g = capture_file(p, validate_budget=2 << 20)
     assert g.validation.status == "passed", g.validation.reason
