@@ -221,7 +221,7 @@ def report(data: dict, hw: str, command: str) -> str:
         lines.append(f"| {subset} | {len(rs)} | {sum(r['captured'] for r in rs)} | "
                      f"{sum(r['opaque'] > 0 for r in rs if r['captured'])} | "
                      f"{sum(0 < r['opaque'] == r.get('fft', 0) for r in rs if r['captured'])} | "
-                     f"{len(secs)} | {statistics.median(secs) if secs else 0:.2f} | {max(secs) if secs else 0:.2f} |")
+                     f"{len(secs)} | " + (f"{statistics.median(secs):.2f} | {max(secs):.2f} |" if secs else "- | - |"))
     viol = violations(rows)
     known = sum(r.get("baseline") is not None for r in rows)
     bad = len({v.split(": ", 1)[0] for v in viol})  # a workload's fused and cache-aware lines count once
