@@ -55,6 +55,7 @@ from .values import (
     NeedValues,
     Plan,
     Router,
+    TooLarge,
     _topk_args,
     _Tracker,
     _Values,
@@ -146,12 +147,15 @@ def _inputs(source: Any, lean: bool, limit: int | None = None) -> list[Any]:
     return [x.to(dt) if dt is not None and isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in xs]
 
 
-def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = False, wide: int = 0) -> Plan:
+def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = False, wide: int = 0,
+         cap: int | None = None) -> Plan:
     """One values pass (module docstring). On meta, ``wide`` bytes of inputs past ``SMALL_FLOAT_INPUT``
     (smallest first) have known values too, and every tensor of at most ``2 * wide`` bytes gets its value
-    where its inputs have theirs (not only the ``small`` ones)."""
+    where its inputs have theirs (not only the ``small`` ones). ``cap``: a tensor past these bytes raises
+    ``TooLarge``."""
     plan = Plan(routing, device, wide=wide > 0)
     values = _Values(on_cpu=device == "cpu", limit=2 * wide if wide else None)
+    values.cap = cap
     torch.manual_seed(seed)
     model = source.model(device)
     torch.manual_seed(seed + 1)
@@ -230,9 +234,19 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
                            f"{size * 2 / 2**30:.2f} GiB (weights and inputs, twice) over --validate-budget "
                            f"{budget / 2**30:.2f} GiB")
     try:
-        return _run(source, routing, "cpu", seed)
+        return _run(source, routing, "cpu", seed, cap=budget)
     except CaptureError:
         raise
+    except TooLarge as e:  # weights and inputs fit, a tensor the model makes does not (attention scores)
+        if routing.forced:
+            try:
+                return _run(source, routing, "meta", seed, wide=budget // 2)
+            except NeedValues:
+                pass
+        where = f" at {e.where}" if e.where else ""
+        raise CaptureError(f"{source.name}: value-specialised capture: running the model on the CPU makes a tensor "
+                           f"of {e.nbytes / 2**30:.2f} GiB ({e.op}{where}), over --validate-budget "
+                           f"{budget / 2**30:.2f} GiB") from e
     except NeedValues as e:  # cannot happen on the CPU; kept for a clear message
         raise CaptureError(f"{source.name}: value-specialised capture: {e.op} needs values that are unknown") from e
     except Exception as e:

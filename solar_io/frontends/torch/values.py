@@ -84,6 +84,15 @@ class Plan:
         return {i: r.table for i, r in self.routers.items() if r.forced}
 
 
+class TooLarge(Exception):
+    """A tensor of the values pass's CPU run past the budget (``_Values.cap``): attention scores of a
+    long sequence; :func:`.specialise.specialise` then tries the wide meta pass."""
+
+    def __init__(self, op: str, nbytes: int, where: str | None):
+        super().__init__(op)
+        self.op, self.nbytes, self.where = op, nbytes, where
+
+
 class NeedValues(Exception):
     """A decision needs values the meta pass does not have."""
 
@@ -99,6 +108,7 @@ class _Values:
     def __init__(self, on_cpu: bool, limit: int | None = None):
         self.on_cpu = on_cpu
         self.limit = limit  # bytes a tensor may have to get its value (None: ``small``'s element counts)
+        self.cap: int | None = None  # bytes a tensor of the CPU run may have (past it: TooLarge)
         self.known = WeakTensorKeyDictionary()
         self.origin = WeakTensorKeyDictionary()
 
@@ -177,6 +187,10 @@ class _Tracker(TorchDispatchMode):
             return res
         out = func(*args, **kwargs)
         outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        if self.v.cap is not None:
+            for t in outs:
+                if t.device.type != "meta" and t.numel() * t.element_size() > self.v.cap:
+                    raise TooLarge(str(func), t.numel() * t.element_size(), _where())
         for t in outs:
             self.v.origin[t] = labels | self.v.labels(t) if t is args[0] else labels
         if not self.v.on_cpu:

@@ -472,3 +472,33 @@ class Model(torch.nn.Module):
 def get_inputs():
     return [torch.randn(30, 16)]
 """
+
+
+BIG_INTERMEDIATE = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        s = x.abs().amax()
+        if s == 0.0:  # needs x's values: 76,800 floats, past the meta pass's 65,536
+            s = torch.ones(())
+        pairs = x.unsqueeze(0) * x.unsqueeze(1)  # [300, 300, 256]: 92 MB
+        return pairs.sum(1) / s
+
+
+def get_inputs():
+    return [torch.randn(300, 256)]
+"""
+
+
+def test_a_cpu_run_past_the_budget_stops_and_the_wide_pass_decides(tmp_path: Path) -> None:
+    """SOL-ExecBench Quant/031: weights and inputs fit the budget, so the values pass ran the model on the CPU,
+    and its [32, 40, 1024, 1024] attention scores (5.4 GB, and more) took the process to 22 GB and the kernel
+    killed it. Here x (307 kB) fits a 2 MB budget, its pairwise product (92 MB) does not: the CPU run stops
+    at that tensor, and the wide meta pass decides the guard from x's values without making it."""
+    p = tmp_path / "big.py"
+    p.write_text(BIG_INTERMEDIATE)
+    g = capture_file(p, validate_budget=2 << 20)
+    spec = [a for a in g.assumptions if a.kind == "specialised"]
+    assert spec and all("inputs that fit half the validation budget" in a.detail for a in spec), spec
+    assert g.validation.status == "passed", g.validation.reason
