@@ -258,3 +258,18 @@ def test_rows_without_times_are_left_out_of_the_median_and_the_rows_file_reads_b
     assert "| L1 | 5 | 5 | 0 | 0 | 3 | 3.00 | 5.00 |" in text
     dumped = mod.dump_rows(rows)
     assert json.loads(dumped) == {"rows": rows} and len(dumped.splitlines()) == len(rows) + 2
+
+
+def test_a_compressed_rows_file_reads_back_and_the_per_problem_table_finds_the_nearest_violation(tmp_path):
+    """A ``.gz`` rows file is the same rows; the per-problem table counts a problem's violating workload once
+    and gives its smallest baseline over the larger bound (cache-aware 3 ms over a 2 ms baseline: 0.667)."""
+    mod = _bench_module()
+    row = {"subset": "L1", "captured": True, "opaque": 0, "capture_s": 1.0, "bound_s": 0.0}
+    rows = [{**row, "problem": "L1/a", "key": "u1", "fused": 1e-3, "cache": 3e-3, "baseline": 2e-3},
+            {**row, "problem": "L1/a", "key": "u2", "fused": 1e-3, "cache": 1e-3, "baseline": 4e-3},
+            {**row, "problem": "L1/b", "key": "u3", "fused": 1e-3, "cache": 1e-3, "baseline": None, "capture_s": None}]
+    mod.write_rows(tmp_path / "rows.json.gz", rows)
+    assert mod.read_rows(tmp_path / "rows.json.gz") == {"rows": rows}
+    text = mod.report({"rows": rows, "failures": []}, "b200", "cmd", per_problem=True)
+    assert "| L1/a | 2 | 2 | 0 | 1 | 0.667 | - | 1.00 |" in text
+    assert "| L1/b | 1 | 1 | 0 | 0 | - | - | - |" in text and "## Workloads" not in text
