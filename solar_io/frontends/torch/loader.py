@@ -156,11 +156,12 @@ class Source:
                 torch.manual_seed(INPUT_SEED)
                 start = torch.random.get_rng_state()
                 xs = list(self.inputs_factory())
-                self._keep(start, xs, torch.random.get_rng_state())  # validation's inputs, from the same seed
+                end = torch.random.get_rng_state()
         except Exception as e:
             raise CaptureError(f"{self.name}: get_inputs() raised {type(e).__name__}: {e}") from e
         if device == "meta":
             self.made["meta"] = [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x for x in xs]
+            self._keep(start, xs, end)  # validation's inputs, from the same seed (a CPU call keeps its own)
         return xs
 
     def _remembered(self, device: str) -> list[Any]:

@@ -211,7 +211,8 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
     model is too large for the CPU run (``budget``), the meta pass is tried once more knowing the inputs
     that fit half the budget too and computing tensors up to the budget each (``wide``): SOL-ExecBench
     Quant/008 quantises its activations (``if global_encode_scale == 0.0``, from their amax) beside a
-    2.5 GB embedding table; L2/061's ``one_hot`` of 39k tokens' top-10 of 512 experts is 1.6 GB.
+    2.5 GB embedding table; L2/061's ``one_hot`` of 39k tokens' top-10 of 512 experts is 1.6 GB. So is a
+    CPU run that makes a tensor past the budget (Quant/031's attention scores): it stops there.
     """
     need: NeedValues | None = None
     size = _cpu_bytes(source)
@@ -220,12 +221,9 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
             return _run(source, routing, "meta", seed, lean=size > budget)
         except NeedValues as e:
             need = e
-        if size * 2 > budget:  # too large to run on the CPU: the inputs that fit, known on meta
-            try:
-                return _run(source, routing, "meta", seed, lean=size > budget, wide=budget // 2)
-            except NeedValues:
-                pass
-    if size * 2 > budget:
+    if size * 2 > budget:  # too large to run on the CPU: the inputs that fit, known on meta
+        if (plan := _wide(source, routing, seed, budget, lean=size > budget)) is not None:
+            return plan
         what = need.op if need else "the observed routing"
         where = f" ({need.where})" if need and need.where else ""
         frm = ", ".join(sorted(need.origin))[:200] if need and need.origin else "the model's weights"
@@ -238,11 +236,8 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
     except CaptureError:
         raise
     except TooLarge as e:  # weights and inputs fit, a tensor the model makes does not (attention scores)
-        if routing.forced:
-            try:
-                return _run(source, routing, "meta", seed, wide=budget // 2)
-            except NeedValues:
-                pass
+        if (plan := _wide(source, routing, seed, budget, lean=False)) is not None:
+            return plan
         where = f" at {e.where}" if e.where else ""
         raise CaptureError(f"{source.name}: value-specialised capture: running the model on the CPU makes a tensor "
                            f"of {e.nbytes / 2**30:.2f} GiB ({e.op}{where}), over --validate-budget "
@@ -252,6 +247,16 @@ def specialise(source: Any, routing: Routing, *, budget: int, seed: int = 0) -> 
     except Exception as e:
         raise CaptureError(f"{source.name}: value-specialised capture: running the model on the CPU raised "
                            f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}") from e
+
+
+def _wide(source: Any, routing: Routing, seed: int, budget: int, lean: bool) -> Plan | None:
+    """The wide meta pass (:func:`specialise`) under a synthetic routing, or None where it does not decide."""
+    if not routing.forced:
+        return None
+    try:
+        return _run(source, routing, "meta", seed, lean=lean, wide=budget // 2)
+    except NeedValues:
+        return None
 
 
 def replaying(model: torch.nn.Module, plan: Plan) -> torch.nn.Module:

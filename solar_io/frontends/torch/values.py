@@ -35,8 +35,8 @@ SMALL = 1 << 24
 SMALL_INTEGER = 1 << 26
 #: Input tensors whose values the meta pass knows: integer/bool ones up to SMALL, floating ones up to this.
 SMALL_FLOAT_INPUT = 1 << 16
-#: The label of floating inputs above SMALL_FLOAT_INPUT whose values a widened meta pass knows
-#: (:func:`.specialise.specialise`): a ``topk`` over scores computed from them is still a router.
+#: The label of inputs whose values only the wide meta pass knows (:func:`.specialise.specialise`): a
+#: ``topk`` over scores computed from them is still a router.
 WIDE = "known:wide"
 aten = torch.ops.aten
 
@@ -116,9 +116,6 @@ class _Values:
         if self.on_cpu or t.device.type != "meta":
             return t
         return self.known.get(t)
-
-    def small(self, t: torch.Tensor) -> bool:
-        return small(t, self.limit)
 
     def labels(self, t: Any) -> frozenset[str]:
         return self.origin.get(t, frozenset()) if isinstance(t, torch.Tensor) else frozenset()
@@ -227,7 +224,7 @@ class _Tracker(TorchDispatchMode):
         return out
 
     def _propagate(self, func: Any, args: tuple, kwargs: dict, out: Any, outs: list[torch.Tensor]) -> None:
-        missing = not outs or any(not self.v.small(t) for t in outs) \
+        missing = not outs or any(not small(t, self.v.limit) for t in outs) \
             or func._schema.name.split("::")[-1] in RANDOM_OPS  # (CPU draws would not be the validation's)
 
         def conv(a: Any) -> Any:
