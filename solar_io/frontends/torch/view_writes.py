@@ -20,6 +20,7 @@ copy is read after it (that view would have to see the write). The scatter start
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 import torch
@@ -53,10 +54,16 @@ def view_copies(graph: Any) -> dict[Any, Plan]:
     nodes = list(graph.nodes)
     order = {n: i for i, n in enumerate(nodes)}
     first: dict[int, Any] = {}
-    for n in nodes:
+    later: dict[int, tuple[list[int], list[int]]] = {}  # storage -> its later nodes' orders, running max last use
+    for i, n in enumerate(nodes):
         s = _storage(n)
-        if s is not None:
-            first.setdefault(s, n)
+        if s is None:
+            continue
+        if first.setdefault(s, n) is not n:
+            orders, reach = later.setdefault(s, ([], []))
+            last = max((order[u] for u in n.users), default=-1)
+            orders.append(i)
+            reach.append(max(last, reach[-1]) if reach else last)
     found: dict[Any, Plan] = {}
     for c in nodes:
         if c.op != "call_function" or (c.target is not COPY and c.target not in FILLS) or c.users \
@@ -71,9 +78,10 @@ def view_copies(graph: Any) -> dict[Any, Plan]:
             continue
         if any(_storage(v) != s for v in chain):
             continue
-        stale = any(_storage(n) == s and n is not cur and any(order[u] > order[c] for u in n.users if u is not c)
-                    for n in nodes[order[cur]:order[c]])
-        if not stale:
+        # stale: a view of the storage taken between the root and the copy and read after the copy
+        orders, reach = later.get(s, ([], []))
+        k = bisect_left(orders, order[c])
+        if not (k and reach[k - 1] > order[c]):
             found[c] = (cur, chain[::-1])
     return found
 

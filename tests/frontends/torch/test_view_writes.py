@@ -216,3 +216,21 @@ def test_zero_and_fill_of_a_view_are_copies_of_one_value(tmp_path: Path):
     last = by_name[writes[-1].name]  # the returned tensor, written whole, the fill's 16 elements its own
     assert sum(last.bytes_written.values()) == 4 * row
     assert last.bytes_read[writes[-2].outputs[0].tensor] == 4 * row - 16 * 4
+
+
+def test_finding_the_copies_of_a_long_loop_reads_each_node_a_bounded_number_of_times(tmp_path: Path, monkeypatch):
+    # the stale-view test once scanned every node between the root and each copy: steps^2 reads of a
+    # loop's nodes (L1/094's 4,096 steps); now a running maximum per storage, so reads grow with the nodes
+    import solar_io.frontends.torch.view_writes as vw
+
+    steps = 48
+    p = tmp_path / "long.py"
+    p.write_text(LOOP.replace("@torch.no_grad()", "").replace(f"randn({B}, {S}, {H})", f"randn({B}, {steps}, {H})"))
+    src = load_source(p)
+    ep = _export(src.model("meta"), src.inputs("meta"))
+    reads = []
+    storage = vw._storage
+    monkeypatch.setattr(vw, "_storage", lambda n: reads.append(n) or storage(n))
+    found = vw.view_copies(ep.graph)
+    assert len(found) == steps
+    assert len(reads) <= 3 * len(ep.graph.nodes)
