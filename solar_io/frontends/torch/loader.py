@@ -28,6 +28,7 @@ from ..common.errors import CaptureError, InputSpecError
 from ..common.inputs import parse_input_spec as common_input_spec
 from ..common.inputs import split_entry
 from ..common.source_file import file_spec
+from ..common.validation import Acceptance
 
 #: File dtype -> torch dtype (``--input`` spellings are mapped to file dtypes by the shared parser).
 FILE_TO_TORCH = {file: getattr(torch, name) for file, name in FILE_TO_FRAMEWORK.items()}
@@ -94,6 +95,7 @@ class Source:
     accelerator: bool = False  # the source names an accelerator device ('cuda', ...): see OnDevice
     scalars: dict[int, Any] | None = field(default=None, repr=False)  # see inputs()
     made: dict[str, Any] = field(default_factory=dict, repr=False)  # see _remembered()
+    acceptance: Acceptance | None = None  # a benchmark's own test of a correct output (check.py)
 
     def model(self, device: str) -> nn.Module:
         """A fresh model instance on ``device`` (meta: no weight memory).

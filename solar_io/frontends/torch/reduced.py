@@ -47,6 +47,7 @@ from .cpu_kernels import first_line
 from .ctx import align_dims
 from .loader import Source, _FnModule
 from .lower import program_calls
+from .nvfp4 import CpuNvfp4
 from .uninit import is_uninitialised
 
 if TYPE_CHECKING:
@@ -263,7 +264,13 @@ class _Slot:
         return f"T{self.i}"
 
 
+#: Packed dtypes with no arithmetic (not even a fill): random bytes, viewed as the dtype.
+PACKED = tuple(d for d in (getattr(torch, "float4_e2m1fn_x2", None),) if d is not None)
+
+
 def _maker(shape: tuple[int, ...], dtype: torch.dtype, top: int) -> Callable[[], torch.Tensor]:
+    if dtype in PACKED:  # two fp4 codes a byte: every byte is a valid pair
+        return lambda: torch.randint(0, 256, shape, dtype=torch.uint8).view(dtype)
     if dtype == torch.bool:
         return lambda: torch.rand(shape) > 0.5
     if not dtype.is_floating_point:
@@ -278,7 +285,7 @@ def _check(call: _Call, shapes: list[tuple[int, ...]], map_ints: bool, seed: int
     fn, makers = call.program(shapes, map_ints)
     try:
         torch.manual_seed(seed)
-        with torch.no_grad():
+        with torch.no_grad(), CpuNvfp4():  # as validation runs it (NVFP4 _scaled_mm has no CPU kernel)
             fn(*(m() for m in makers))  # does the call run at these shapes at all?
     except Exception as e:
         return e

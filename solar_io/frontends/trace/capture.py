@@ -23,6 +23,7 @@ from ...graph import Assumption, Graph, Producer, SourceWorkload
 from ...metrics import graph_metrics
 from ...node_lists import HALF_ASSUMPTION, HALF_VALUE
 from ..common.errors import CaptureError
+from ..common.validation import Acceptance
 from ..torch.capture import DEFAULT_BUDGET, capture_source
 from ..torch.loader import Source
 from .definition import Definition
@@ -94,7 +95,22 @@ def workload_source(defn: Definition, wl: Workload, module: types.ModuleType) ->
     run = module.run
     path = defn.path or Path(defn.file)
     return Source(path, f"{defn.name}.{wl.key}", defn.sha256, lambda: RunModule(run, order), make,
-                  accelerator="cuda" in defn.reference)
+                  accelerator="cuda" in defn.reference, acceptance=acceptance(wl))
+
+
+def acceptance(wl: Workload) -> Acceptance | None:
+    """The workload's own test of a correct output (its ``tolerance``: ``max_atol``, ``max_rtol`` and
+    ``required_matched_ratio``, 1 when absent), or None when it names no atol and rtol.
+
+    >>> acceptance(Workload(0, 1, "w:1", None, {}, {}, (("max_atol", 0.005), ("max_rtol", 0.02))))
+    Acceptance(atol=0.005, rtol=0.02, ratio=1.0)
+    """
+    t = dict(wl.tolerance)
+    if not isinstance(t.get("max_atol"), int | float) or not isinstance(t.get("max_rtol"), int | float):
+        return None
+    ratio = t.get("required_matched_ratio")
+    ratio = float(ratio) if isinstance(ratio, int | float) else 1.0
+    return Acceptance(float(t["max_atol"]), float(t["max_rtol"]), ratio)
 
 
 def capture_workload(defn: Definition, wl: Workload, module: types.ModuleType, *, validate: bool = True,

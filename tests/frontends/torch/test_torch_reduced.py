@@ -247,3 +247,21 @@ def test_experts_selected_by_index_share_the_check_of_their_reduced_index(monkey
     assert v.status == "passed", v.reason
     assert sorted(c for c in seen if c.startswith("aten.select")) == ["aten.select.int(0, 1)", "aten.select.int(0, 2)"]
     assert "reduced sizes: 5 of 5 distinct nodes (7 calls" in v.reason, v.reason
+
+
+def test_packed_fp4_arguments_are_random_bytes_even_where_new_memory_is_filled_first():
+    # validation fills new memory first (deterministic algorithms), and packed fp4 has no fill: Quant/030's
+    # fp4 _scaled_mm was reported unchecked until its arguments were made as bytes
+    fp4 = torch.float4_e2m1fn_x2
+    det = torch.utils.deterministic
+    before = (torch.are_deterministic_algorithms_enabled(), det.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True)
+    det.fill_uninitialized_memory = True
+    try:
+        torch.manual_seed(0)
+        x = reduced._maker((64, 8), fp4, 5)()
+    finally:
+        torch.use_deterministic_algorithms(before[0])
+        det.fill_uninitialized_memory = before[1]
+    assert x.dtype == fp4 and x.shape == (64, 8)
+    assert len(set(x.view(torch.uint8).flatten().tolist())) > 100  # every byte a pair of codes, random
