@@ -92,14 +92,17 @@ _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minim
 
 
 def execute(graph: Graph, inputs: Mapping[str, np.ndarray], *, opaque: Mapping[str, OpaqueFn] | None = None,
-            outputs: str = "outputs") -> dict[str, np.ndarray]:
+            outputs: str = "outputs", forced: Callable[[str, np.ndarray], np.ndarray] | None = None
+            ) -> dict[str, np.ndarray]:
     """Run ``graph`` on numpy arrays and return {tensor name: array}.
 
     ``inputs`` holds one array per tensor with role input, weight or constant (constants
     with a ``value`` are built from it and must not be given), shaped as the tensor's
     ranks. ``opaque`` maps a node name or an ``op`` string to a function that takes the
     node's input arrays and returns its output arrays (a tuple, or one array). Returns the
-    tensors with role output, or every tensor when ``outputs="all"``. Raises GraphError
+    tensors with role output, or every tensor when ``outputs="all"``. ``forced(name, array)``, when
+    given, sees each computed tensor and returns the array later nodes read (validation sets a
+    quantised tensor to the source program's values there). Raises GraphError
     for an invalid graph and ExecutionError for anything else that prevents running it.
     """
     if outputs not in ("outputs", "all"):
@@ -113,6 +116,8 @@ def execute(graph: Graph, inputs: Mapping[str, np.ndarray], *, opaque: Mapping[s
         results = _run_node(graph, node, env, opaque or {})
         for access, arr in zip(node.outputs, results, strict=True):
             env[access.tensor] = round_values(graph.tensor_map[access.tensor].dtype, arr)
+            if forced is not None:
+                env[access.tensor] = forced(access.tensor, env[access.tensor])
         if outputs != "all":
             for a in node.inputs:
                 if last_read[a.tensor] == i and graph.tensor_map[a.tensor].role == "intermediate":

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ...dtypes import DTYPES
 from ...executor import execute
 from ...graph import Validation
 from ..common.errors import CaptureError
@@ -31,6 +30,7 @@ from .dtype_map import to_numpy
 from .eager import no_dropout
 from .eager_record import RANDOM_OPS, RandomRecorder, SelectionRecorder, _fill_selections, _replay_random
 from .nvfp4 import CpuNvfp4
+from .pinned import pinned_check, quantised
 from .specialise import Plan, forcing, replaying
 from .uninit import deterministic_memory, filled_graph
 from .widen import NARROW, Float64Mode, widened, widened_graph
@@ -171,16 +171,21 @@ def _validate_whole(cap: Capture, seed: int, budget: int, pipeline: Pipeline | N
                 f"within the definition's own tolerance ({share:.4%} of each output's elements within atol "
                 f"{acc.atol:g} + rtol {acc.rtol:g} x |reference|, of {acc.ratio:.2%} required); outside solar-io's "
                 f"dtype tolerance: {record.reason}"))
-        elif (quantised := _quantised(g)) and pipeline is not None:
-            del got, want
-            why = (f"the whole graph differs from eager ({record.reason}) by rounding its {'/'.join(quantised)} "
+        elif kinds := quantised(g):
+            del got
+            why = (f"the whole graph differs from eager ({record.reason}) by rounding its {'/'.join(kinds)} "
                    "tensors amplify (a value a ulp apart moves a quantisation scale; float64 cannot rerun them)")
-            from .reduced import validate_per_node
+            pin = pinned_check(cap, arrays, want, budget, why, reference, seed)
+            del want
+            if pin is not None:
+                record = pin
+            elif pipeline is not None:  # the pinned values past the budget: each node on its own
+                from .reduced import validate_per_node
 
-            per = validate_per_node(cap, seed=seed, budget=budget, why=why, pipeline=pipeline)
-            if per.status != "skipped":
-                return per
-            record = replace(record, reason=f"{record.reason}; {per.reason}")
+                per = validate_per_node(cap, seed=seed, budget=budget, why=why, pipeline=pipeline)
+                record = per if per.status != "skipped" else replace(record, reason=f"{why}; {per.reason}")
+            else:
+                record = replace(record, reason=why)
         else:
             del got, want
             own = "" if acc is None else (f"; {share:.4%} of elements within the definition's own tolerance (atol "
@@ -194,12 +199,6 @@ def _validate_whole(cap: Capture, seed: int, budget: int, pipeline: Pipeline | N
         reason = "; ".join(([record.reason] if record.reason else []) + note)
         record = replace(record, unchecked=unchecked, reason=reason)
     return record
-
-
-def _quantised(g: Any) -> list[str]:
-    """The float dtypes of ``g`` narrower than 16 bits (fp8, fp4): a rounding apart in what they quantise
-    moves their values by a step, or a whole tensor's scale."""
-    return sorted({t.dtype for t in g.tensors if DTYPES[t.dtype].family == "float" and DTYPES[t.dtype].bits < 16})
 
 
 def _where(cap: Capture, arrays: Any, model: Any, inputs: Any, budget: int, again: str | None) -> str:

@@ -36,6 +36,40 @@ def _on_cpu(v: Any) -> Any:
     return torch.device("cpu") if isinstance(v, torch.device) and v.type == "meta" else v
 
 
+def program_values(cap: Capture, arrays: dict[str, np.ndarray], keep: Any = None) -> dict[str, Any]:
+    """The exported program rerun on the CPU node by node from the graph's source ``arrays``: each fx
+    node's value by name, only those ``keep(name)`` admits (all when None). Raises what the rerun raises."""
+    placeholders = [n for n in cap.program.graph.nodes if n.op == "placeholder"]
+    env: list[Any] = []
+    for p in placeholders:
+        tname = cap.lowered.fx_tensors.get(p.name)
+        if tname is not None and tname in arrays:
+            env.append(from_numpy(arrays[tname], p.meta["val"].dtype))
+        else:
+            env.append(p.meta.get("val"))
+    values: dict[str, Any] = {}
+
+    class Rec(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            if n.op == "call_function" and n.target in _META_CHECKS:  # the trace's device is meta
+                return None
+            r = super().run_node(n)
+            if keep is None or keep(n.name):
+                values[n.name] = r
+            return r
+
+        def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
+            args, kwargs = torch.utils._pytree.tree_map(_on_cpu, (args, kwargs))
+            if target is GRAD_MODE and isinstance(args[1], torch.fx.GraphModule):  # a no_grad body, node by node
+                with torch.set_grad_enabled(bool(args[0])):
+                    return Rec(args[1]).run(*args[2:])
+            return super().call_function(target, args, kwargs)
+
+    with torch.no_grad(), KernelFallback(), CpuNvfp4():
+        Rec(cap.program.graph_module).run(*env)
+    return values
+
+
 def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.nn.Module,
                      inputs: list[Any]) -> str | None:
     """The first fx node whose value differs from the graph tensor it was lowered to; "" when
@@ -43,35 +77,7 @@ def first_divergence(cap: Capture, arrays: dict[str, np.ndarray], model: torch.n
     try:
         with np.errstate(all="ignore"):
             allv = execute(filled_graph(cap), arrays, opaque=cap.lowered.opaque_fns, outputs="all")
-        placeholders = [n for n in cap.program.graph.nodes if n.op == "placeholder"]
-        by_name = {t: n for n, t in cap.lowered.fx_tensors.items()}
-        env: list[Any] = []
-        for p in placeholders:
-            tname = cap.lowered.fx_tensors.get(p.name)
-            if tname is not None and tname in arrays:
-                env.append(from_numpy(arrays[tname], p.meta["val"].dtype))
-            else:
-                env.append(p.meta.get("val"))
-        values: dict[str, Any] = {}
-
-        class Rec(torch.fx.Interpreter):
-            def run_node(self, n: Any) -> Any:
-                if n.op == "call_function" and n.target in _META_CHECKS:  # the trace's device is meta
-                    return None
-                r = super().run_node(n)
-                values[n.name] = r
-                return r
-
-            def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
-                args, kwargs = torch.utils._pytree.tree_map(_on_cpu, (args, kwargs))
-                if target is GRAD_MODE and isinstance(args[1], torch.fx.GraphModule):  # a no_grad body, node by node
-                    with torch.set_grad_enabled(bool(args[0])):
-                        return Rec(args[1]).run(*args[2:])
-                return super().call_function(target, args, kwargs)
-
-        with torch.no_grad(), KernelFallback(), CpuNvfp4():
-            Rec(cap.program.graph_module).run(*env)
-        del by_name
+        values = program_values(cap, arrays)
         arbitrary = {n.name for n in cap.program.graph.nodes if n.op == "call_function" and is_uninitialised(n.target)}
         for fx_name, tname in cap.lowered.fx_tensors.items():
             v = values.get(fx_name)

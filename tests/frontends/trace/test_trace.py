@@ -402,15 +402,18 @@ def test_a_failed_validation_searches_for_the_diverging_node_only_within_the_bud
     assert np.isclose(g.validation.max_abs_error, 1.0)
 
 
-@pytest.mark.parametrize("quantised", [True, False])
-def test_a_whole_graph_off_through_a_quantised_tensor_is_checked_node_by_node(tmp_path, monkeypatch, quantised):
+@pytest.mark.parametrize("case", ["pinned", "per node", "wrong quantiser", "not quantised"])
+def test_a_whole_graph_off_through_a_quantised_tensor_is_checked_with_its_quantised_tensors_pinned(
+        tmp_path, monkeypatch, case):
     """A graph with fp8 (or fp4) tensors that differs from eager as a whole (Quant/030: the activations' amax a
-    ulp apart moves the NVFP4 scale of every element) cannot be rerun in float64; each node is checked on its
-    own instead, and the record says why. A graph without such tensors still fails. The executor's output is
-    made wrong here in one element of the whole graph's 1,024 (the per-node programs have 256)."""
+    ulp apart moves the NVFP4 scale of every element) cannot be rerun in float64. It is run again with its
+    fp8/fp4, integer and boolean tensors pinned to eager's values (every float node and edge still checked at
+    full size); where those values cannot be kept, each node is checked on its own; a pinned tensor whose own
+    value is far from eager's fails. A graph without such tensors still fails. The first comparison's output
+    is made wrong here in one element of 1,024 (the per-node programs have 256)."""
     import numpy as np
 
-    from solar_io.frontends.torch import check
+    from solar_io.frontends.torch import check, pinned
     from solar_io.frontends.trace import problems
 
     real = check.execute
@@ -423,7 +426,12 @@ def test_a_whole_graph_off_through_a_quantised_tensor_is_checked_node_by_node(tm
         return out
 
     monkeypatch.setattr(check, "execute", one_off)
-    cast = ".to(torch.float8_e4m3fn).to(torch.float32)" if quantised else ""
+    if case == "per node":
+        monkeypatch.setattr(pinned, "program_values", lambda *a, **k: 1 / 0)
+    if case == "wrong quantiser":  # as if the graph's fp8 cast were wrong: its values far from eager's
+        to_numpy = pinned.to_numpy
+        monkeypatch.setattr(pinned, "to_numpy", lambda v: to_numpy(v) + 1.0)
+    cast = "" if case == "not quantised" else ".to(torch.float8_e4m3fn).to(torch.float32)"
     doc = {"name": "q", "axes": {"M": {"type": "var"}, "N": {"type": "const", "value": 64}},
            "inputs": {"A": {"shape": ["M", "N"], "dtype": "float32"}},
            "outputs": {"Z": {"shape": ["M", "N"], "dtype": "float32"}},
@@ -431,9 +439,17 @@ def test_a_whole_graph_off_through_a_quantised_tensor_is_checked_node_by_node(tm
     d = _problem(tmp_path, doc, [{"uuid": "w", "axes": {"M": 16}, "inputs": {"A": {"type": "random"}}}])
     (r,) = problems.capture_problem(d, tmp_path / "out", allow_invalid=True)
     v = solar_io.load(r.output).validation
-    if quantised:
-        assert (v.status, v.method) == ("passed", "reference-executor per node")
+    if case != "not quantised":
         assert "by rounding its fp8_e4m3 tensors amplify" in v.reason and "max abs error 1," in v.reason
+    if case == "pinned":
+        assert (v.status, v.method) == ("passed", "reference-executor pinned")
+        assert "with its 1 fp8/fp4, integer and boolean tensors pinned to eager's values" in v.reason
+        assert "all but at most 0.000% of its elements, every output matches" in v.reason
+    elif case == "per node":
+        assert (v.status, v.method) == ("passed", "reference-executor per node")
         assert dict(v.reduced_ranks) == {"D": 16}  # N = 64 checked at 16
+    elif case == "wrong quantiser":
+        assert (v.status, v.method) == ("failed", "reference-executor pinned")
+        assert "differs from eager's in 100.00% of its elements" in v.reason
     else:
         assert (v.status, v.method) == ("failed", "reference-executor")
