@@ -12,7 +12,8 @@ Per workload it prints: captured (or the
 failure's category and line), opaque nodes, unfused / fused / cache-aware SOL on the chip, the
 published SOL and the measured baseline where known, the ratios, and every violation (a fused or
 cache-aware SOL above a measured latency: a bound that a real run beat). Per subset it prints the
-totals and the median capture + bound seconds per workload. The report (markdown) goes to --out.
+totals and the median capture + bound seconds per workload (with --sample, each timed row stands for its
+problem's lines over those sampled: ``weighted_median``). The report (markdown) goes to --out.
 
 Metadata (optional): a JSON file {"<definition name>": {"<workload uuid>": {"sol_ms": x,
 "baseline_ms": y}}}, given with --metadata or found as ``metadata.json`` beside a definition.
@@ -61,6 +62,7 @@ FFT_NODE = ": FFT, bytes-only bound"
 
 #: failure categories, in the order they are tried: (name, words any of which the message holds).
 CATEGORIES = (
+    ("memory: a branch needs values of a tensor past --validate-budget", ("over --validate-budget",)),
     ("data-dependent shape or branch (issue 18: value-specialised capture)",
      ("data-dependent", "DataDependent", "GuardOnDataDependent", "data dependent", "nonzero", "unbacked")),
     ("dtype with no einsum-graph equivalent", ("has no einsum-graph equivalent",)),
@@ -156,10 +158,13 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
         results = capture_problem(d, None, options={"validate": True}, problem=str(rel), keep_graphs=True,
                                   sample=None if keys else sample, keys=keys)
         meta = _metadata(metadata, d)
+        lines_path = d / "workload.jsonl"
+        total = sum(1 for x in lines_path.read_text().splitlines() if x.strip()) if lines_path.exists() else 0
+        weight = total / len(results) if sample and not keys and 0 < len(results) < total else 1.0
         for r in results:
             row = {"subset": subset, "problem": str(rel), "key": r.key, "captured": r.status == "captured",
                    "opaque": len(r.opaque), "fft": sum(FFT_NODE in o for o in r.opaque), "capture_s": r.seconds,
-                   "error": r.error}
+                   "error": r.error, **({"weight": weight} if weight != 1.0 else {})}
             if r.graph is not None:
                 t1 = time.perf_counter()
                 try:
@@ -224,6 +229,24 @@ def violations(rows: list[dict]) -> list[str]:
     return out
 
 
+def weighted_median(timed: list[tuple[float, float]]) -> float:
+    """The median of seconds each standing for ``weight`` workloads: a row of a problem run with ``--sample``
+    stands for its problem's lines over those sampled, so a sampled corpus's median estimates the whole
+    corpus's (stratified by problem); with every weight 1, :func:`statistics.median`.
+
+    >>> weighted_median([(1.0, 1.0), (2.0, 1.0), (9.0, 5.0)])
+    9.0
+    """
+    if all(w == 1.0 for _, w in timed):
+        return statistics.median(t for t, _ in timed)
+    total, acc = sum(w for _, w in timed), 0.0
+    for t, w in sorted(timed):
+        acc += w
+        if acc >= total / 2:
+            return t
+    return max(t for t, _ in timed)
+
+
 def report(data: dict, hw: str, command: str, per_problem: bool = False) -> str:
     """The markdown report: per subset, per workload (``per_problem``: per problem instead), violations,
     failure categories."""
@@ -235,11 +258,12 @@ def report(data: dict, hw: str, command: str, per_problem: bool = False) -> str:
     for r in rows:
         by[r["subset"]].append(r)
     for subset, rs in [*sorted(by.items()), ("all", rows)]:
-        secs = [t for r in rs if r["captured"] and (t := _seconds(r)) is not None]
+        timed = [(t, r.get("weight", 1.0)) for r in rs if r["captured"] and (t := _seconds(r)) is not None]
         lines.append(f"| {subset} | {len(rs)} | {sum(r['captured'] for r in rs)} | "
                      f"{sum(r['opaque'] > 0 for r in rs if r['captured'])} | "
                      f"{sum(0 < r['opaque'] == r.get('fft', 0) for r in rs if r['captured'])} | "
-                     f"{len(secs)} | " + (f"{statistics.median(secs):.2f} | {max(secs):.2f} |" if secs else "- | - |"))
+                     f"{len(timed)} | " + (f"{weighted_median(timed):.2f} | {max(t for t, _ in timed):.2f} |"
+                                           if timed else "- | - |"))
     viol = violations(rows)
     known = sum(r.get("baseline") is not None for r in rows)
     bad = len({v.split(": ", 1)[0] for v in viol})  # a workload's fused and cache-aware lines count once

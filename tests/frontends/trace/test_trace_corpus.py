@@ -273,3 +273,15 @@ def test_a_compressed_rows_file_reads_back_and_the_per_problem_table_finds_the_n
     text = mod.report({"rows": rows, "failures": []}, "b200", "cmd", per_problem=True)
     assert "| L1/a | 2 | 2 | 0 | 1 | 0.667 | - | 1.00 |" in text
     assert "| L1/b | 1 | 1 | 0 | 0 | - | - | - |" in text and "## Workloads" not in text
+
+
+def test_a_sampled_problems_rows_stand_for_its_lines_in_the_median():
+    """``--sample 4`` of a 40-line problem times 4 rows, each standing for 10 workloads (``weight``): the
+    corpus median is then stratified by problem, not carried by the fully timed problems beside it."""
+    mod = _bench_module()
+    row = {"subset": "L1", "captured": True, "opaque": 0, "bound_s": 0.0}
+    full = [{**row, "problem": "L1/a", "key": f"a{i}", "capture_s": 9.0} for i in range(6)]
+    sampled = [{**row, "problem": "L1/b", "key": f"b{i}", "capture_s": 1.0, "weight": 10.0} for i in range(4)]
+    text = mod.report({"rows": full + sampled, "failures": []}, "b200", "cmd")
+    assert "| L1 | 10 | 10 | 0 | 0 | 10 | 1.00 | 9.00 |" in text  # 40 workloads at 1 s against 6 at 9 s
+    assert mod.weighted_median([(t, 1.0) for t in (1.0, 2.0, 3.0, 4.0)]) == 2.5  # unweighted: the usual median
