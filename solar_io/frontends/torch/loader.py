@@ -95,7 +95,7 @@ class Source:
     accelerator: bool = False  # the source names an accelerator device ('cuda', ...): see OnDevice
     scalars: dict[int, Any] | None = field(default=None, repr=False)  # see inputs()
     made: dict[str, Any] = field(default_factory=dict, repr=False)  # see _remembered()
-    acceptance: Acceptance | None = None  # a benchmark's own test of a correct output (check.py)
+    acceptance: Acceptance | None = None  # a benchmark's own test of an output: reported when validation fails
 
     def model(self, device: str) -> nn.Module:
         """A fresh model instance on ``device`` (meta: no weight memory).

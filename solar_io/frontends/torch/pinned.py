@@ -29,6 +29,7 @@ from ...graph import Validation
 from ..common.validation import compare, tolerance
 from .divergence import program_values
 from .dtype_map import to_numpy
+from .lower import program_calls
 from .uninit import filled_graph, is_uninitialised
 
 if TYPE_CHECKING:
@@ -38,24 +39,18 @@ if TYPE_CHECKING:
 PIN_MISMATCH = 0.01
 
 
+def _narrow_float(dtype: str) -> bool:
+    return DTYPES[dtype].family == "float" and DTYPES[dtype].bits < 16
+
+
 def quantised(g: Any) -> list[str]:
     """The float dtypes of ``g`` narrower than 16 bits (fp8, fp4): a rounding apart in what they quantise
     moves their values by a step, or a whole tensor's scale."""
-    return sorted({t.dtype for t in g.tensors if DTYPES[t.dtype].family == "float" and DTYPES[t.dtype].bits < 16})
+    return sorted({t.dtype for t in g.tensors if _narrow_float(t.dtype)})
 
 
 def _pins(dtype: str) -> bool:
-    d = DTYPES[dtype]
-    return d.family in ("int", "uint", "bool") or (d.family == "float" and d.bits < 16)
-
-
-def _calls(gm: Any) -> list[Any]:
-    """The call nodes of ``gm`` and of its no_grad bodies (what :func:`.divergence.program_values` names)."""
-    out = []
-    for m in gm.modules():
-        if isinstance(m, torch.fx.GraphModule):
-            out += [n for n in m.graph.nodes if n.op == "call_function"]
-    return out
+    return DTYPES[dtype].family in ("int", "uint", "bool") or _narrow_float(dtype)
 
 
 def _nbytes(v: Any) -> int:
@@ -67,7 +62,7 @@ def pinned_check(cap: Capture, arrays: dict[str, np.ndarray], want: dict[str, np
     """The record of the pinned whole-graph check (module docstring); None when it cannot run (its pinned
     values past half of ``budget``, or the rerun raised), for the caller's next check."""
     g = cap.graph
-    calls = {n.name: n for n in _calls(cap.program.graph_module) if not is_uninitialised(n.target)}
+    calls = {n.name: n for n in program_calls(cap.program.graph_module) if not is_uninitialised(n.target)}
     pins = {fx: t for fx, t in cap.lowered.fx_tensors.items()
             if fx in calls and t in g.tensor_map and _pins(g.tensor_map[t].dtype)}
     held = sum(_nbytes(calls[fx].meta.get("val")) for fx in pins)  # as eager holds them (uint8 codes, bool masks)
@@ -86,8 +81,8 @@ def pinned_check(cap: Capture, arrays: dict[str, np.ndarray], want: dict[str, np
     apart: dict[str, float] = {}
 
     def forced(name: str, arr: np.ndarray) -> np.ndarray:
-        b = eager.get(name)
-        if b is None or b.shape != arr.shape:
+        b = eager.get(name)  # of the tensor's shape (checked above)
+        if b is None:
             return arr
         rtol, atol = tolerance(g.tensor_map[name].dtype)
         with np.errstate(all="ignore"):

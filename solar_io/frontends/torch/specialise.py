@@ -154,8 +154,7 @@ def _run(source: Any, routing: Routing, device: str, seed: int, lean: bool = Fal
     where its inputs have theirs (not only the ``small`` ones). ``cap``: a tensor past these bytes raises
     ``TooLarge``."""
     plan = Plan(routing, device, wide=wide > 0)
-    values = _Values(on_cpu=device == "cpu", limit=2 * wide if wide else None)
-    values.cap = cap
+    values = _Values(on_cpu=device == "cpu", limit=2 * wide if wide else None, cap=cap)
     torch.manual_seed(seed)
     model = source.model(device)
     torch.manual_seed(seed + 1)

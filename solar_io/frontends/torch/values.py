@@ -105,10 +105,10 @@ class NeedValues(Exception):
 class _Values:
     """CPU values of (meta) tensors and what each tensor is computed from (labels)."""
 
-    def __init__(self, on_cpu: bool, limit: int | None = None):
+    def __init__(self, on_cpu: bool, limit: int | None = None, cap: int | None = None):
         self.on_cpu = on_cpu
         self.limit = limit  # bytes a tensor may have to get its value (None: ``small``'s element counts)
-        self.cap: int | None = None  # bytes a tensor of the CPU run may have (past it: TooLarge)
+        self.cap = cap  # bytes a tensor of the CPU run may have (past it: TooLarge)
         self.known = WeakTensorKeyDictionary()
         self.origin = WeakTensorKeyDictionary()
 

@@ -358,27 +358,22 @@ def _one_element_off(monkeypatch) -> None:
     monkeypatch.setattr(check, "execute", one_off)
 
 
-def test_a_graph_off_in_one_element_passes_by_the_workloads_own_matched_ratio_only(tmp_path, monkeypatch):
-    """NVFP4 activations quantised after an attention (SOL-ExecBench Quant/030) round a few elements across a
-    quantisation step when the executor sums in another order than eager: no element may differ beyond
-    solar-io's tolerance, but the workload's own ``required_matched_ratio`` admits it, and the record says so.
-    Here the executor's output is made wrong in one element of 1,024."""
+def test_a_graph_off_in_one_element_fails_and_reports_the_workloads_own_matched_ratio(tmp_path, monkeypatch):
+    """No element may differ beyond solar-io's tolerance, even where the workload's own
+    ``required_matched_ratio`` (0.99) would admit it: a wrong edge row is under 1% of a large output. The
+    failed record reports the share the workload's tolerance finds. Here the executor's output is made
+    wrong in one element of 1,024 (an fp16 GEMM: no quantised tensor to pin)."""
     from solar_io.frontends.trace import problems
 
     _one_element_off(monkeypatch)
     scalar = {"alpha": {"type": "scalar", "value": 0.5}}
     lines = [{"uuid": "loose", "axes": {"M": 16}, "inputs": scalar,
-              "tolerance": {"max_atol": 1e-3, "max_rtol": 1e-3, "required_matched_ratio": 0.99}},
-             {"uuid": "tight", "axes": {"M": 16}, "inputs": scalar,
-              "tolerance": {"max_atol": 1e-3, "max_rtol": 1e-3, "required_matched_ratio": 1.0}}]
+              "tolerance": {"max_atol": 1e-3, "max_rtol": 1e-3, "required_matched_ratio": 0.99}}]
     d = _problem(tmp_path, GEMM, lines)
-    loose, tight = problems.capture_problem(d, tmp_path / "out")
-    g = solar_io.load(loose.output)
-    assert g.validation.status == "passed"
-    assert "99.9023% of each output's elements within atol 0.001 + rtol 0.001" in g.validation.reason
-    assert (g.validation.atol, g.validation.rtol) == (1e-3, 1e-3)
-    assert tight.status != "captured" and "validation failed" in tight.error
-
+    (loose,) = problems.capture_problem(d, tmp_path / "out")
+    assert loose.status != "captured" and "validation failed" in loose.error
+    assert "99.9023% of elements within the definition's own tolerance (atol 0.001 + rtol 0.001 x |reference|, " \
+           "99.00% required)" in loose.error
 
 def test_a_failed_validation_searches_for_the_diverging_node_only_within_the_budget(tmp_path, monkeypatch):
     """The search keeps every tensor of the graph and of the program (Quant/030's attention: 14 GB for a
