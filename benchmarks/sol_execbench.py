@@ -56,10 +56,6 @@ from solar_io.errors import SolarIOError
 from solar_io.frontends.trace.detect import problem_dirs
 from solar_io.frontends.trace.problems import capture_problem
 
-#: The reason of an FFT node (frontends/torch/rules/fft.py): an explicit node with a bytes-only bound,
-#: its compute not counted by design (an opaque node, listed apart from the ones of unknown ops).
-FFT_NODE = ": FFT, bytes-only bound"
-
 #: failure categories, in the order they are tried: (name, words any of which the message holds).
 CATEGORIES = (
     ("memory: a branch needs values of a tensor past --validate-budget", ("over --validate-budget",)),
@@ -163,7 +159,7 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
         weight = total / len(results) if sample and not keys and 0 < len(results) < total else 1.0
         for r in results:
             row = {"subset": subset, "problem": str(rel), "key": r.key, "captured": r.status == "captured",
-                   "opaque": len(r.opaque), "fft": sum(FFT_NODE in o for o in r.opaque), "capture_s": r.seconds,
+                   "opaque": len(r.opaque), "capture_s": r.seconds,
                    "error": r.error, **({"weight": weight} if weight != 1.0 else {})}
             if r.graph is not None:
                 t1 = time.perf_counter()
@@ -252,8 +248,8 @@ def report(data: dict, hw: str, command: str, per_problem: bool = False) -> str:
     failure categories."""
     rows, failures = data["rows"], data["failures"]
     lines = [f"# SOL-ExecBench corpus on {hw}", "", f"Command: `{command}`", ""]
-    lines += ["| subset | workloads | captured | with opaque nodes | of them only bytes-only FFTs | "
-              "timed | median capture+bound s | max s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["| subset | workloads | captured | with opaque nodes | timed | median capture+bound s | max s |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     by = defaultdict(list)
     for r in rows:
         by[r["subset"]].append(r)
@@ -261,7 +257,6 @@ def report(data: dict, hw: str, command: str, per_problem: bool = False) -> str:
         timed = [(t, r.get("weight", 1.0)) for r in rs if r["captured"] and (t := _seconds(r)) is not None]
         lines.append(f"| {subset} | {len(rs)} | {sum(r['captured'] for r in rs)} | "
                      f"{sum(r['opaque'] > 0 for r in rs if r['captured'])} | "
-                     f"{sum(0 < r['opaque'] == r.get('fft', 0) for r in rs if r['captured'])} | "
                      f"{len(timed)} | " + (f"{weighted_median(timed):.2f} | {max(t for t, _ in timed):.2f} |"
                                            if timed else "- | - |"))
     viol = violations(rows)

@@ -58,6 +58,7 @@ Modules: this one runs the graph, einsum nodes (steps 2 to 5) and the blocked br
 ``executor_matmul.py`` is the two-operand contraction as one batched BLAS matmul;
 ``executor_simple.py`` is a fast path for plain elementwise maps and slices (tried first, the same
 values); ``executor_opaque.py`` runs an opaque node's caller-supplied implementation;
+``fourier.py`` runs an fft node;
 ``blas_threads.py`` runs small matmuls on one BLAS thread.
 """
 
@@ -69,6 +70,7 @@ from math import ceil, prod
 
 import numpy as np
 
+from . import fourier
 from .affine import AffineExpr, Indirect
 from .dtypes import numpy_dtype, round_values
 from .errors import ExecutionError as ExecutionError  # re-exported: its public home is this module
@@ -162,6 +164,10 @@ def _run_node(graph: Graph, node: Node, env: dict[str, np.ndarray],
               opaque: Mapping[str, OpaqueFn]) -> tuple[np.ndarray, ...]:
     if node.kind == "opaque":
         return run_opaque(graph, node, env, opaque)
+    if node.kind == "fft":
+        out = graph.tensor_map[node.outputs[0].tensor]
+        y = fourier.run(node.fft, env[node.inputs[0].tensor], graph.shape(out.name))  # type: ignore[arg-type]
+        return (y.astype(numpy_dtype(out.dtype), copy=False),)
     if node.kind == "einsum" or node.movement == "copy":
         out = simple_einsum(graph, node, env)  # plain maps and slices: executor_simple
         return (_einsum(graph, node, env, node.map or "identity", node.reduce or "none") if out is None else out,)

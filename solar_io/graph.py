@@ -12,14 +12,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .affine import Access
+from .fourier import Fourier
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.6"
+FORMAT_VERSION = "1.7"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 #: the step of a training graph a node belongs to (node field ``phase``, since 1.3).
 PHASES = ("forward", "loss", "backward", "optimizer")
-KINDS = ("einsum", "data_movement", "opaque")
+KINDS = ("einsum", "data_movement", "opaque", "fft")
+#: Kinds whose nodes read and write whole tensors (accesses without an index).
+WHOLE_TENSOR_KINDS = frozenset({"opaque", "fft"})
 MOVEMENTS = ("copy", "reshape", "concat")
 VALIDATION_STATUS = ("passed", "failed", "skipped")
 
@@ -96,6 +99,8 @@ class Node:
       slice, pad, broadcast, gather), ``reshape`` (row-major) or ``concat`` (along
       ``axis``, a rank of the output); ``view`` marks aliasing views that move no bytes.
     - ``opaque``: whole-tensor ``inputs``/``outputs`` and a ``reason``; compute unknown.
+    - ``fft`` (since 1.7): one whole-tensor input and output and the transform in ``fft``
+      (:mod:`solar_io.fourier`: its shapes, values and compute floor).
 
     Any kind (since 1.3): ``kernel`` names the source-op call a node was lowered from; the
     consecutive nodes sharing it run as one kernel of the source program (their inner tensors never
@@ -128,6 +133,7 @@ class Node:
     kernel: str | None = None  # since 1.3: the source op call this node was lowered from, shared by its nodes
     phase: str | None = None  # since 1.3: forward, loss, backward or optimizer (training graphs)
     live: tuple[tuple[str, int], ...] = ()  # since 1.6: (rank, values of it computed) where no output uses the rest
+    fft: Fourier | None = None  # since 1.7: the transform of an fft node
 
     def pad_of(self, tensor: str) -> dict[str, tuple[int, int]]:
         """The implicit border declared for ``tensor``: {dim rank: (low, high)}."""

@@ -51,6 +51,7 @@ from ._gc import gc_paused
 from .affine import Access, AffineExpr, Indirect
 from .dtypes import DTYPES
 from .footprint import access_elements
+from .fourier import floor_flops
 from .graph import Assumption, Graph, Node, Tensor
 from .node_lists import MASKED_WRITES, listed_nodes, makes_memory, uncharged_nodes
 from .ops import MAP_OPS
@@ -345,6 +346,8 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
         else:
             fv = float(points * op.vector * applications + combines + scanned)
             ft = float(points * op.transcendental)
+    elif node.kind == "fft":  # its floor: the zero-frequency sums (solar_io.fourier)
+        fv = float(floor_flops(node.fft, g.shape(node.inputs[0].tensor), g.shape(node.outputs[0].tensor)))  # type: ignore[arg-type]
     if node.name in (uncharged_nodes(g) if uncharged is None else uncharged):
         macs, fm, fv, ft = 0, 0.0, 0.0, 0.0
     return NodeMetrics(node.name, node.kind, points, macs, fm, fv, ft, reads, writes,

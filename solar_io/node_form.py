@@ -57,7 +57,7 @@ def local_form(n: Node) -> tuple[tuple, tuple[str, ...]]:
     init = None if n.init is None else local.setdefault(n.init, len(local))
     pad = tuple((local.setdefault(t, len(local)), dims) for t, dims in n.pad) if n.pad else ()
     form = (n.kind, n.space, n.map, n.reduce, n.movement, n.axis, n.view, n.fill, bool((n.reason or "").strip()),
-            n.scan, inputs, outputs, init, pad, n.live)
+            n.scan, inputs, outputs, init, pad, n.live, n.fft)
     return form, tuple(local)
 
 

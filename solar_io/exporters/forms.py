@@ -94,6 +94,8 @@ def affine_form(g: Graph, node: Node) -> AffineForm:
     """The affine form of ``node``; raises :class:`Unexpressible` with the reason."""
     if node.kind == "opaque":
         raise Unexpressible(f"opaque: {node.reason}")
+    if node.kind == "fft":
+        raise Unexpressible("fft: a Fourier transform is no affine einsum (its floor is in solar_io.fourier)")
     if node.scan is not None:
         raise Unexpressible(f"scan along {node.scan} (an inclusive prefix {node.reduce}) has no affine form")
     if node.kind == "data_movement" and node.movement == "reshape":

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..affine import Access, parse_access
+from ..fourier import NORMS, TYPES, Fourier
 from ..graph import KINDS, MOVEMENTS, PHASES, Node
 from ..ops import MAP_OPS, REDUCE_OPS
 from .decoder import _Decoder, _is, _kind
@@ -105,12 +106,33 @@ def _node(dec: _Decoder, raw: Any, path: tuple) -> Node | None:
     if phase is not None and phase not in PHASES:
         dec.err(path + ("phase",), f"unknown phase {phase!r}; known: {', '.join(PHASES)}")
     live = _live(dec, d.get("live"), path + ("live",)) if "live" in d else ()
+    fft = _fft(dec, d.get("fft"), path + ("fft",)) if "fft" in d else None
     if len(dec.issues) != n0 or any(a is None for a in inputs + outputs):
         return None
     return Node(name=name, kind=kind, op=op, inputs=inputs, outputs=outputs, space=space or (),
                 map=map_op, reduce=reduce_op, movement=movement, axis=axis, view=bool(view),
                 pad=pad, fill=None if fill is None else float(fill), reason=reason, location=location,
-                attrs=attrs, scan=scan, init=init, kernel=kernel, phase=phase, live=live)
+                attrs=attrs, scan=scan, init=init, kernel=kernel, phase=phase, live=live, fft=fft)
+
+
+def _fft(dec: _Decoder, v: Any, path: tuple) -> Fourier | None:
+    d = dec.mapping(v, path, keys("fft"), "an fft record")
+    if d is None:
+        return None
+    what = "the fft record"
+    kind = dec.get(d, "type", path, (str,), True, what)
+    if kind is not None and kind not in TYPES:
+        dec.err(path + ("type",), f"unknown fft type {kind!r}; known: {', '.join(TYPES)}")
+    dims = dec.get(d, "dims", path, (list,), True, what)
+    if dims is not None and (not dims or not all(type(x) is int and x >= 0 for x in dims)):
+        dec.err(path + ("dims",), f"fft dims must be a non-empty list of dim positions (integers >= 0), got {dims!r}")
+    inverse = dec.get(d, "inverse", path, (bool,), True, what)
+    norm = dec.get(d, "norm", path, (str,), True, what)
+    if norm is not None and norm not in NORMS:
+        dec.err(path + ("norm",), f"unknown fft norm {norm!r}; known: {', '.join(NORMS)}")
+    if None in (kind, dims, inverse, norm):
+        return None
+    return Fourier(kind, tuple(dims), bool(inverse), norm)
 
 
 def _live(dec: _Decoder, v: Any, path: tuple) -> tuple:

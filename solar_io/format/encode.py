@@ -83,7 +83,7 @@ def _encode_node(n: Node, kernels: bool = True) -> dict:
     if n.space or n.kind == "einsum" or n.movement == "copy":
         d["space"] = list(n.space)
     d["inputs"] = [str(a) for a in n.inputs]
-    if n.kind == "opaque":
+    if n.kind == "opaque":  # fft nodes write one tensor: "output"
         d["outputs"] = [str(a) for a in n.outputs]
     else:
         d["output"] = str(n.outputs[0])
@@ -109,6 +109,8 @@ def _encode_node(n: Node, kernels: bool = True) -> dict:
         d["phase"] = n.phase
     if n.live:
         d["live"] = dict(n.live)
+    if n.fft is not None:
+        d["fft"] = {"type": n.fft.type, "dims": list(n.fft.dims), "inverse": n.fft.inverse, "norm": n.fft.norm}
     if n.attrs:
         d["attrs"] = dict(n.attrs)
     return d

@@ -44,10 +44,11 @@ RECORDS: dict[str, tuple[Field, ...]] = {
                       ("updates", (1, 5))),
     "node": _fields("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
                     ("init", (1, 1)), "map", "reduce", ("scan", (1, 1)), "axis", "pad", "fill", "reason",
-                    ("kernel", (1, 3)), ("phase", (1, 3)), ("live", (1, 6)), "attrs"),
+                    ("kernel", (1, 3)), ("phase", (1, 3)), ("live", (1, 6)), ("fft", (1, 7)), "attrs"),
     "validation": _fields("status", "method", "reference", ("model", (1, 1)), ("attempts", (1, 1)), "seed", "rtol",
                           "atol", "max_abs_error", "max_rel_error", "reduced_ranks", ("unchecked", (1, 2)), "reason"),
     "unchecked": _fields("node", "op", "reason"),
+    "fft": _fields("type", "dims", "inverse", "norm"),
     "assumption": _fields("kind", "subject", "detail", "values"),
 }
 
@@ -85,6 +86,7 @@ KIND_RULES: dict[str, KindRule] = {
     "data_movement": KindRule(frozenset({"movement", "inputs", "output"}),
                               frozenset({"space", "view", "axis", "pad", "fill", "live"})),
     "opaque": KindRule(frozenset({"inputs", "outputs", "reason"}), frozenset()),
+    "fft": KindRule(frozenset({"inputs", "output", "fft"}), frozenset()),
 }
 
 

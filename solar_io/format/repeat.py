@@ -113,7 +113,7 @@ def expand_node(n: Node, var: str, value: int) -> Node:
                 tuple(expand_access(a, var, value) for a in n.outputs), n.space, n.map, n.reduce, n.movement, n.axis,
                 n.view, tuple((fill(t, var, value), dims) for t, dims in n.pad) if n.pad else (), n.fill, n.reason,
                 n.location, n.attrs, n.scan, None if n.init is None else fill(n.init, var, value),
-                None if n.kernel is None else fill(n.kernel, var, value), n.phase, n.live)
+                None if n.kernel is None else fill(n.kernel, var, value), n.phase, n.live, n.fft)
 
 
 def expand_tensor(t: Tensor, var: str, value: int) -> Tensor:

@@ -87,6 +87,8 @@ class _Validator(_IndexChecks, _DataflowChecks):
                 self.node(i, n)
             if n.phase is not None and n.phase not in PHASES:
                 self.err(("nodes", i, "phase"), f"node {n.name}: unknown phase {n.phase!r}; known: {', '.join(PHASES)}")
+            if n.fft is not None and n.kind != "fft":
+                self.err(("nodes", i, "fft"), f"node {n.name}: field 'fft' is not allowed on a {n.kind} node")
             for r, c in n.live:
                 if r not in n.space or c > self.sizes.get(r, 0):
                     self.err(("nodes", i, "live", r), f"node {n.name}: live rank {r} must be a rank of its space "
@@ -156,7 +158,7 @@ class _Validator(_IndexChecks, _DataflowChecks):
         for j, r in enumerate(n.space):
             if r not in self.sizes:
                 self.err(path + ("space", j), f"node {n.name}: rank {r} is not declared in ranks")
-        for key, accesses in (("inputs", n.inputs), ("output" if n.kind != "opaque" else "outputs", n.outputs)):
+        for key, accesses in (("inputs", n.inputs), ("outputs" if n.kind == "opaque" else "output", n.outputs)):
             for j, a in enumerate(accesses):
                 if a.tensor not in self.tensors:
                     self.err(path + ((key, j) if key != "output" else (key,)),
@@ -292,6 +294,25 @@ class _Validator(_IndexChecks, _DataflowChecks):
             total += shape[k]
         if total != oshape[k]:
             self.err(path + ("axis",), f"node {n.name}: inputs sum to {total} along {n.axis}, output has {oshape[k]}")
+
+    def _fft(self, path: tuple, n: Node) -> None:
+        """One whole input and output of float dtypes whose shapes fit the transform (:mod:`solar_io.fourier`)."""
+        from ..fourier import problem
+
+        if n.fft is None:
+            self.err(path, f"node {n.name}: an fft node needs its fft record (type, dims, inverse, norm)")
+            return
+        if len(n.inputs) != 1 or len(n.outputs) != 1 or any(a.index is not None for a in n.inputs + n.outputs):
+            self.err(path + ("inputs",), f"node {n.name}: an fft node reads one whole tensor and writes one; write "
+                     "them without an index")
+            return
+        x, y = self.tensors[n.inputs[0].tensor], self.tensors[n.outputs[0].tensor]
+        for key, t in (("inputs", x), ("output", y)):
+            if DTYPES[t.dtype].family != "float":
+                self.err(path + (key,), f"node {n.name}: an fft transforms floating-point values; "
+                         f"{t.name} is {t.dtype}")
+        if msg := problem(n.fft, self.g.shape(x.name), self.g.shape(y.name)):
+            self.err(path + ("fft",), f"node {n.name}: {msg}")
 
     def _opaque(self, path: tuple, n: Node) -> None:
         for key, accesses in (("inputs", n.inputs), ("outputs", n.outputs)):

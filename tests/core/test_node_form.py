@@ -14,6 +14,7 @@ from dataclasses import fields, replace
 from solar_io import graph_metrics, loads, node_metrics, validate
 from solar_io.affine import parse_access
 from solar_io.format.yamltext import emit
+from solar_io.fourier import Fourier
 from solar_io.graph import Assumption, Node
 from solar_io.metrics import in_place_outputs, returned_tensors, uncharged_nodes
 from solar_io.node_form import LEFT_OUT, forms, local_form
@@ -96,7 +97,8 @@ def test_every_node_field_is_in_the_form_or_left_out_on_purpose():
                "outputs": (parse_access("x[M]"),), "space": ("M", "N"), "map": "mul", "reduce": "add",
                "movement": "copy", "axis": "M", "view": True, "pad": (("x", (("M", 1, 0),)),), "fill": 1.0,
                "reason": "why", "location": "f.py:1", "attrs": (("k", 1),), "scan": "M", "init": "h",
-               "kernel": "k0", "phase": "forward", "live": (("M", 1),)}
+               "kernel": "k0", "phase": "forward", "live": (("M", 1),),
+               "fft": Fourier("c2c", (0,), False, "none")}
     assert set(changes) == {f.name for f in fields(Node)}
     form = local_form(base)[0]
     changed = {name for name, v in changes.items() if local_form(replace(base, **{name: v}))[0] != form}

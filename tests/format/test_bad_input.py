@@ -205,13 +205,13 @@ def test_every_problem_reported(tmp_path, cli):
 
 
 def test_newer_minor_version_is_read_with_warning():
-    text = BASE.replace("version: '1.0'", "version: '1.7'").replace("  map: mul\n", "  map: mul\n  future: 1\n")
+    text = BASE.replace("version: '1.0'", "version: '1.99'").replace("  map: mul\n", "  map: mul\n  future: 1\n")
     from solar_io.errors import GraphWarning
 
     with pytest.warns(GraphWarning) as caught:
         g = loads(text)
     assert [str(w.message) for w in caught] == [
-        f"<graph>:2: version: warning: version 1.7 is newer than this solar-io reads in full ({FORMAT_VERSION}): "
+        f"<graph>:2: version: warning: version 1.99 is newer than this solar-io reads in full ({FORMAT_VERSION}): "
         f"fields it added are ignored; fmt and migrate refuse to rewrite the file (--allow-newer rewrites it as "
         f"{FORMAT_VERSION}, dropping them)",
         "<graph>: warning: 1 field(s) of the newer version ignored: nodes[0].future"]

@@ -54,6 +54,9 @@ V1_3_TOP_KEYS = ("assumptions",)
 V1_5_TENSOR_KEYS = ("updates",)
 # What 1.6 added, frozen likewise.
 V1_6_NODE_FIELDS = ("live",)
+# What 1.7 added, frozen likewise: the node kind 'fft' and its field.
+V1_7_NODE_FIELDS = ("fft",)
+V1_0_KINDS = ("einsum", "data_movement", "opaque")
 
 
 def _id(p: Path) -> str:
@@ -108,7 +111,7 @@ def test_v1_0_golden_files_cover_the_format():
 
     assert {t["dtype"] for t in tensors} >= set(V1_0_DTYPES)
     assert {t["role"] for t in tensors} == set(ROLES)
-    assert {n["kind"] for n in nodes} == set(KINDS)
+    assert {n["kind"] for n in nodes} == set(V1_0_KINDS) <= set(KINDS)
     assert {n["movement"] for n in moves} == set(MOVEMENTS)
     assert {n["map"] for n in einsums} >= set(V1_0_MAP_OPS)
     assert {n["reduce"] for n in einsums} >= set(V1_0_REDUCE_OPS)
@@ -365,10 +368,11 @@ def test_v1_5_additions_are_known_and_covered_by_its_golden_files():
 
 @pytest.mark.parametrize("golden, field, since, old", [
     ("v1.5/in_place_update.yaml", "updates", "1.5", "1.0"), ("v1.5/in_place_update.yaml", "updates", "1.5", "1.4"),
-    ("v1.6/live_work.yaml", "live", "1.6", "1.3"), ("v1.6/live_work.yaml", "live", "1.6", "1.5")])
+    ("v1.6/live_work.yaml", "live", "1.6", "1.3"), ("v1.6/live_work.yaml", "live", "1.6", "1.5"),
+    ("v1.7/fft_round_trip.yaml", "fft", "1.7", "1.6")])
 def test_a_file_older_than_a_field_cannot_use_it(golden: str, field: str, since: str, old: str):
-    """Decoder and schema both refuse 'updates' (1.5) and 'live' (1.6) in an older file, naming the field and
-    the version."""
+    """Decoder and schema both refuse 'updates' (1.5), 'live' (1.6) and 'fft' (1.7) in an older file, naming
+    the field and the version."""
     from solar_io.errors import GraphError
     from solar_io.format.codec import decode
 
@@ -415,3 +419,30 @@ def test_live_work_counts_the_used_rows_only():
     assert (m.macs, m.boundary_bytes) == (24, 48 + 32 + 24)
     whole = dataclasses.replace(g, nodes=tuple(dataclasses.replace(n, live=()) for n in g.nodes))
     assert (solar_io.graph_metrics(whole).macs, solar_io.graph_metrics(whole).boundary_bytes) == (64, 128 + 32 + 24)
+
+
+def test_v1_7_additions_are_known_and_covered_by_its_golden_files():
+    from solar_io.format.versioning import SINCE
+
+    assert {k for (_, k), v in SINCE.items() if v == (1, 7)} == set(V1_7_NODE_FIELDS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.7"]
+    nodes = [n for d in docs for n in d["nodes"]]
+    assert all(any(k in n for n in nodes) for k in V1_7_NODE_FIELDS)
+    assert {n["kind"] for n in nodes} == {"fft"} and {n["fft"]["type"] for n in nodes} >= {"r2c", "c2r"}
+
+
+def test_fft_round_trip_counts_and_values():
+    """The 1.7 golden: rfft of x (2 x 8 fp32) then irfft back, both fft nodes. By hand: the spectrum is
+    2 x 5 complex (80 B), x and y 64 B each; the floor is the zero-frequency sums, 7 additions per r2c row
+    and 4 per c2r row (5 stored values), 2 rows each; and running it gives x back."""
+    import numpy as np
+
+    g = solar_io.load(GOLDEN / "v1.7" / "fft_round_trip.yaml")
+    m = solar_io.graph_metrics(g)
+    assert (m.macs, m.flops_matrix, m.flops_vector) == (0, 0, 2 * 7 + 2 * 4)
+    assert m.boundary_bytes == 64 + 80 + 64
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    out = solar_io.execute(g, {"x": x})
+    np.testing.assert_allclose(out["y"], x, atol=1e-5)
+    np.testing.assert_allclose(out["s"][:, 0, 0], x.sum(axis=1), rtol=1e-5)
+    assert not solar_io.bound(g, "b200", cache_aware=False).opaque

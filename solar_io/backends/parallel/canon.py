@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from solar_io.affine import Access, AffineExpr, Indirect
-from solar_io.graph import Graph, Node
+from solar_io.graph import WHOLE_TENSOR_KINDS, Graph, Node
 
 Var = tuple[str, str, object]  # ("t", tensor, dim index) or ("n", node, space rank)
 
@@ -107,7 +107,7 @@ def canonical(g: Graph) -> Graph:
                     if i < len(dst.ranks) and dst.ranks[i] != n.axis and sizes[r] == sizes[dst.ranks[i]]:
                         uf.union(("t", a.tensor, i), ("t", dst.name, i))
             continue
-        if n.kind == "opaque":
+        if n.kind in WHOLE_TENSOR_KINDS:
             continue
         for a in (*n.inputs, *n.outputs):
             for i, (d, e) in enumerate(zip(tmap[a.tensor].ranks, a.index or (), strict=False)):

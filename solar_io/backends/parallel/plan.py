@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from solar_io.format.validate import validate
-from solar_io.graph import Graph
+from solar_io.graph import WHOLE_TENSOR_KINDS, Graph
 
 from .canon import canonical
 from .layout import Layout, ParallelError
@@ -207,7 +207,7 @@ def _sp(g: Graph, layout: Layout, lins: list[Linear], split: dict[str, int]
     tmap = g.tensor_map
     nodes = set()
     for n in g.nodes:
-        if n.name in linear_nodes or n.kind == "opaque":
+        if n.name in linear_nodes or n.kind in WHOLE_TENSOR_KINDS:
             continue
         ranks = touched_ranks(g, n)
         if any(split.get(r, 1) > 1 for r in ranks) or s in reduced_ranks(g, n):

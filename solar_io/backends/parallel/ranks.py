@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from math import prod
 
 from solar_io.affine import AffineExpr, Indirect
-from solar_io.graph import Graph
+from solar_io.graph import WHOLE_TENSOR_KINDS, Graph
 
 
 class Constraints:
@@ -42,10 +42,10 @@ class Constraints:
         self._in_group: dict[str, list[int]] = {}
         tmap = g.tensor_map
         for n in g.nodes:
-            if n.kind == "opaque":
+            if n.kind in WHOLE_TENSOR_KINDS:
                 for a in (*n.inputs, *n.outputs):
                     for r in tmap[a.tensor].ranks:
-                        self._fix(r, f"read or written by opaque node {n.name}")
+                        self._fix(r, f"read or written by {n.kind} node {n.name}")
                 continue
             if n.kind == "data_movement" and n.movement == "reshape":
                 self._reshape(g, n.name, tmap[n.inputs[0].tensor].ranks, tmap[n.outputs[0].tensor].ranks)

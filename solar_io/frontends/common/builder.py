@@ -25,6 +25,7 @@ from math import prod
 
 from ...affine import Access, AffineExpr, parse_expr
 from ...format.kernels import declare_kernels
+from ...fourier import Fourier
 from ...graph import Graph, Node, Producer, Scalar, Tensor, Validation
 from .contract import contract_products
 from .repeat_build import blocks
@@ -269,6 +270,12 @@ class GraphBuilder:
         return self._add(Node(self._node_name(name), "opaque", op, tuple(Access(s) for s in srcs),
                               tuple(Access(d) for d in dsts), reason=reason, attrs=_attrs(attrs),
                               location=location))
+
+    def fft(self, name: str, op: str, src: str, dst: str, spec: Fourier, *,
+            attrs: dict[str, Scalar] | None = None, location: str | None = None) -> str:
+        """Emit an ``fft`` node (format 1.7): ``spec`` over whole tensor ``src`` into ``dst``."""
+        return self._add(Node(self._node_name(name), "fft", op, (Access(src),), (Access(dst),), fft=spec,
+                              attrs=_attrs(attrs), location=location))
 
     def _add(self, node: Node) -> str:
         self.nodes.append(node)

@@ -8,37 +8,37 @@ reads or writes a complex tensor is lowered only by a rule here (``registry.COMP
 a rule written for real tensors would treat the pairs as two independent values; any other such op
 is an opaque node (its bytes counted, its compute unknown and listed).
 
-FFTs (``_fft_r2c``, ``_fft_c2c``, ``_fft_c2r`` and the ``fft_*`` ops they come from) are explicit
-opaque nodes on purpose, with the reason :data:`FFT_REASON`: a **bytes-only** lower bound. The node
-reads its input and writes its output at their sizes (complex ones at 2 parts an element), and its
-compute floor is 0. No operation count is charged: ``5 N log2 N`` (the classical radix-2 count)
-exceeds what a split-radix FFT does (about ``4 N log2 N - 6 N + 8`` real FLOPs for N a power of two),
-no FFT algorithm's count is a proven minimum, and FFTs also run as small matrix products on tensor
-cores (so no unit's peak is known to bind). The one count every algorithm must reach, about one
-operation per input of each output's sum (``N - 1`` additions for the zero-frequency term of each
-transform), is below a percent of the memory time on every chip the project specifies, so 0 loses
-nothing measurable and needs no unit.
+FFTs (``_fft_r2c``, ``_fft_c2c``, ``_fft_c2r``, which the ``fft_*`` ops decompose into) are ``fft``
+nodes (format 1.7, :mod:`solar_io.fourier`): one whole tensor in and one out, the transform's type,
+dims, direction and scaling in the node. Their bytes are the input read and the output written; their
+compute floor is the additions of each transform's zero-frequency output, the one count every FFT
+algorithm must reach (``5 N log2 N`` is no lower bound: a split-radix FFT does fewer, and FFTs also run
+as matrix products on tensor cores). The executor runs them, so validation checks them like any node.
+An ``fft_*`` op left undecomposed is opaque, with :data:`FFT_REASON`.
 
     >>> # y = torch.fft.rfft(x, n=2 * L) / (2 * L); return y.real, y.imag     (x: fp32 [B, C, L])
-    >>> # graph: pad x to 2L; opaque aten._fft_r2c -> y: fp32 [B, C, L + 1, 2]; y / (2L) (2 divs an
+    >>> # graph: pad x to 2L; fft node r2c over dim 2 -> y: fp32 [B, C, L + 1, 2]; y / (2L) (2 divs an
     >>> # element); .real / .imag: views of one part; fused bytes 4BCL + 2 * 4BC(L + 1)
 """
 
 from __future__ import annotations
 
+from ....fourier import Fourier
 from ..ctx import Args, LowerCtx, T, complex_part
+from ..dtype_map import graph_shape
 from ..registry import OPAQUE_REASONS, NoLowering, complex_rule
+from .movement import constant_pad
 from .shape import concat, expand_to, select_dim, slice_dim
 
-FFT_REASON = ("FFT, bytes-only bound: its inputs and outputs are counted at their sizes (complex ones as "
-              "(real, imaginary) pairs) and its compute floor is 0; no FLOP count is claimed, since 5 N log2 N "
-              "exceeds a split-radix FFT (about 4 N log2 N - 6 N + 8 real FLOPs), no FFT's count is a proven "
-              "minimum and FFTs also run on tensor cores as small matrix products")
+FFT_REASON = ("an FFT op not decomposed into aten._fft_r2c / _fft_c2c / _fft_c2r (the fft node's ops): its "
+              "bytes are counted and its compute is unknown")
+#: ATen's fft_norm_mode (0, 1, 2) as the fft record's norm.
+NORM_MODES = ("none", "by_sqrt_n", "by_n")
 
-#: Every FFT op an exported program holds, before and after decomposition.
-FFT_OPS = ("aten._fft_r2c", "aten._fft_c2c", "aten._fft_c2r", "aten.fft_fft", "aten.fft_ifft", "aten.fft_rfft",
-           "aten.fft_irfft", "aten.fft_fftn", "aten.fft_ifftn", "aten.fft_rfftn", "aten.fft_irfftn", "aten.fft_fft2",
-           "aten.fft_ifft2", "aten.fft_rfft2", "aten.fft_irfft2", "aten.fft_hfft", "aten.fft_ihfft")
+#: The composite FFT ops, which export decomposes into the three above.
+FFT_OPS = ("aten.fft_fft", "aten.fft_ifft", "aten.fft_rfft", "aten.fft_irfft", "aten.fft_fftn", "aten.fft_ifftn",
+           "aten.fft_rfftn", "aten.fft_irfftn", "aten.fft_fft2", "aten.fft_ifft2", "aten.fft_rfft2", "aten.fft_irfft2",
+           "aten.fft_hfft", "aten.fft_ihfft")
 OPAQUE_REASONS.update({op: FFT_REASON for op in FFT_OPS})
 
 
@@ -175,3 +175,35 @@ def add_sub(ctx: LowerCtx, a: Args) -> T:
     if not (_is_complex(ctx, "self") and _is_complex(ctx, "other")) or a.alpha not in (None, 1):
         raise NoLowering(f"{ctx.op} of a complex and a real tensor, or with alpha")
     return ctx.ew("add" if ctx.op == "aten.add" else "sub", a.self, a.other, dtype=_part_dtype(ctx))
+
+
+@complex_rule("aten.constant_pad_nd")
+def complex_pad(ctx: LowerCtx, a: Args) -> T:
+    """Zero padding of the complex dims (``irfft(x, n)`` with n past the spectrum pads it): the pairs
+    padded, the (re, im) rank not."""
+    if complex(a.value or 0) != 0:
+        raise NoLowering(f"complex padding with the value {a.value!r}")
+    return constant_pad(ctx, a.self, [0, 0, *a.pad], 0.0)
+
+
+@complex_rule("aten._fft_r2c", "aten._fft_c2c", "aten._fft_c2r")
+def fourier_transform(ctx: LowerCtx, a: Args) -> T:
+    """One ``fft`` node: ATen's transform of the input (``dim``, ``normalization``, and ``onesided``,
+    ``forward`` or ``last_dim_size``) over whole tensors; the output's shape gives one-sidedness and the
+    c2r signal length."""
+    kind = ctx.op.removeprefix("aten._fft_")
+    x = a.self
+    nd = len(ctx.shape(x)) - (kind != "r2c")  # the pair rank is not a dim of the transform
+    dims = tuple(int(d) % nd for d in a.dim)
+    if not 0 <= int(a.normalization) < len(NORM_MODES):
+        raise NoLowering(f"unknown FFT normalization {a.normalization!r}")
+    inverse = kind == "c2r" or (kind == "c2c" and not a.forward)
+    spec = Fourier(kind, dims, inverse, NORM_MODES[int(a.normalization)])
+    shape, dtype = graph_shape(ctx.node.meta["val"])
+    if ctx.dtype(x) != dtype:
+        raise NoLowering(f"an FFT whose input parts ({ctx.dtype(x)}) and output parts ({dtype}) differ")
+    b = ctx.b
+    out = b.source(ctx.name, shape, dtype, "intermediate")
+    b.ranks(out)
+    b.fft(ctx.name, ctx.op, x.name, out, spec, location=ctx.location)
+    return T(out)
