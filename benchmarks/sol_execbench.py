@@ -55,6 +55,7 @@ from solar_io.backends.bound import bound_many
 from solar_io.errors import SolarIOError
 from solar_io.frontends.trace.detect import problem_dirs
 from solar_io.frontends.trace.problems import capture_problem
+from solar_io.units import parse_size_int
 
 #: failure categories, in the order they are tried: (name, words any of which the message holds).
 CATEGORIES = (
@@ -129,8 +130,9 @@ def tightest_keys(problem: Path, entries: list[dict], n: int, after: int = 0) ->
 def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_bound: str,
         published: Path | None = None, only: list[str] | None = None, reuse: Path | None = None,
         rows_path: Path | None = None, tightest: int | None = None, after: int = 0,
-        skip: list[str] | None = None) -> dict:
-    """Capture and bound the corpus; the rows and totals of the report."""
+        skip: list[str] | None = None, keys: list[str] | None = None, validate_budget: int | None = None) -> dict:
+    """Capture and bound the corpus; the rows and totals of the report. ``keys``: only these workloads (uuid
+    or line index) of the problems captured; ``validate_budget``: the captures' (bytes; default theirs)."""
     from solar_io.metrics import graph_metrics
 
     rows, failures = [], []
@@ -148,15 +150,16 @@ def run(corpus: Path, hw: str, sample: int | None, metadata: Path | None, cache_
             failures += [(r["subset"], category(r["error"]), r["error"]) for r in kept if not r["captured"]]
             continue
         t0 = time.perf_counter()
-        keys = tightest_keys(d, pub.get(str(rel), []), tightest, after) if tightest else None
-        if tightest and after and keys is None:
+        chosen = tightest_keys(d, pub.get(str(rel), []), tightest, after) if tightest else keys
+        if tightest and after and chosen is None:
             continue  # no workload past the first ``after`` (or none published): nothing new here
-        results = capture_problem(d, None, options={"validate": True}, problem=str(rel), keep_graphs=True,
-                                  sample=None if keys else sample, keys=keys)
+        options = {"validate": True, **({"validate_budget": validate_budget} if validate_budget else {})}
+        results = capture_problem(d, None, options=options, problem=str(rel), keep_graphs=True,
+                                  sample=None if chosen else sample, keys=chosen)
         meta = _metadata(metadata, d)
         lines_path = d / "workload.jsonl"
         total = sum(1 for x in lines_path.read_text().splitlines() if x.strip()) if lines_path.exists() else 0
-        weight = total / len(results) if sample and not keys and 0 < len(results) < total else 1.0
+        weight = total / len(results) if sample and not chosen and 0 < len(results) < total else 1.0
         for r in results:
             row = {"subset": subset, "problem": str(rel), "key": r.key, "captured": r.status == "captured",
                    "opaque": len(r.opaque), "capture_s": r.seconds,
@@ -332,12 +335,16 @@ def main() -> None:
     ap.add_argument("--after", type=int, default=0, help="with --tightest: skip the K nearest first")
     ap.add_argument("--skip", nargs="*", default=None, help="leave these problems out (subset/name or name)")
     ap.add_argument("--cache-bound", default="ilp", choices=("ilp", "floor"))
+    ap.add_argument("--keys", nargs="*", default=None, help="only these workloads (uuid or line index) of --only")
+    ap.add_argument("--validate-budget", default=None,
+                    help="the captures' --validate-budget (default solar-io capture's); the report's command says it")
     ap.add_argument("--per-problem", action="store_true",
                     help="one line a problem instead of a line a workload (a whole corpus; the rows file has those)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/sol_execbench.md"))
     a = ap.parse_args()
+    budget = parse_size_int(a.validate_budget, "--validate-budget") if a.validate_budget else None
     data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound, a.published, a.only, a.reuse, a.rows,
-               a.tightest, a.after, a.skip)
+               a.tightest, a.after, a.skip, a.keys, budget)
     text = report(data, a.hw, " ".join(["python", *sys.argv]), per_problem=a.per_problem)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)

@@ -288,3 +288,27 @@ def test_a_sampled_problems_rows_stand_for_its_lines_in_the_median():
     text = mod.report({"rows": full + sampled, "failures": []}, "b200", "cmd")
     assert "| L1 | 10 | 10 | 0 | 10 | 1.00 | 9.00 |" in text  # 40 workloads at 1 s against 6 at 9 s
     assert mod.weighted_median([(t, 1.0) for t in (1.0, 2.0, 3.0, 4.0)]) == 2.5  # unweighted: the usual median
+
+
+def test_the_benchmark_captures_only_the_keys_asked_with_the_budget_given(tmp_path, monkeypatch):
+    """``--keys`` runs the named workloads of a problem alone; ``--validate-budget`` reaches the capture (a
+    budget of 1 byte validates the FFT per node at reduced sizes, the default runs it whole)."""
+    mod = _bench_module()
+    methods = []
+
+    def recording(*args, **kwargs):
+        results = capture_problem(*args, **kwargs)
+        methods.extend(r.graph.validation.method for r in results if r.graph is not None)
+        return results
+
+    monkeypatch.setattr(mod, "capture_problem", recording)
+    lines = [{"uuid": u, "axes": {"B": b}, "inputs": {"x": {"type": "random"}}} for u, b in (("u1", 2), ("u2", 3))]
+    _problem(tmp_path / "corpus" / "L1", FFT, lines, name="007_fft")
+    corpus = tmp_path / "corpus"
+    data = mod.run(corpus, "b200", None, None, "floor", only=["L1/007_fft"], keys=["u2"], validate_budget=1)
+    (row,) = data["rows"]
+    assert row["key"] == "u2" and row["captured"] and row["opaque"] == 0
+    assert row["boundary_bytes"] == 4 * 3 * 16 + 2 * 4 * 3 * 17
+    whole = mod.run(corpus, "b200", None, None, "floor", only=["L1/007_fft"])
+    assert [r["key"] for r in whole["rows"]] == ["u1", "u2"]
+    assert methods == ["reference-executor per node", "reference-executor", "reference-executor"]
