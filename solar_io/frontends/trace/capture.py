@@ -119,7 +119,8 @@ def capture_workload(defn: Definition, wl: Workload, module: types.ModuleType, *
     source = workload_source(defn, wl, module)
     g = capture_source(source, validate=validate, strict=strict, seed=seed, validate_budget=validate_budget).graph
     p = g.producer
-    record = SourceWorkload(defn.name, wl.uuid, wl.index, tuple(wl.sizes.items()),
+    given = tuple((k, int(v)) for k, v in wl.axis_scalars.items() if type(v) in (int, bool) and v >= 0)
+    record = SourceWorkload(defn.name, wl.uuid, wl.index, tuple(wl.sizes.items()) + given,
                             tuple((k, v) for k, v in wl.tolerance if v is not None))
     producer = Producer(p.tool, p.tool_version, p.frontend, p.frontend_version, Path(defn.file).name, defn.sha256,
                         record)

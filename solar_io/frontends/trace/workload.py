@@ -3,14 +3,17 @@
 A plain line is a workload object ``{uuid, axes, inputs, tolerance}``; a Trace-shaped line wraps
 it as ``{definition, workload, solution, evaluation}`` (its ``definition`` must name the one being
 captured). Inputs are ``random``, ``scalar`` (``value``), ``safetensors`` (``path`` and
-``tensor_key``) or ``custom`` (made by the definition's ``custom_inputs_entrypoint``). A bad line
-is reported as ``FILE:LINE: field: problem`` and never stops the other lines.
+``tensor_key``) or ``custom`` (made by the definition's ``custom_inputs_entrypoint``). A line's
+``axes`` may also give the value of a *scalar input* of the definition (SOL-ExecBench's L2/032 sets
+``is_joint_block`` there; the harness hands ``axes`` to the custom generator as ``axes_and_scalars``):
+that value is the scalar's, for the generator, the constraints and ``run``. A bad line is reported as
+``FILE:LINE: field: problem`` and never stops the other lines.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ class Workload:
     sizes: dict[str, int]
     inputs: dict[str, InputSource]
     tolerance: tuple[tuple[str, float | bool | None], ...] = ()
+    axis_scalars: dict[str, int | float | bool] = field(default_factory=dict)  # scalar inputs set in ``axes``
 
     @property
     def key(self) -> str:
@@ -51,8 +55,9 @@ class Workload:
         return self.uuid if self.uuid else str(self.index)
 
     def scalars(self) -> dict[str, int | float | bool]:
-        """{scalar input: value} given by the workload."""
-        return {n: s.value for n, s in self.inputs.items() if s.kind == "scalar" and s.value is not None}
+        """{scalar input: value} given by the workload (in ``inputs`` or in ``axes``)."""
+        given = {n: s.value for n, s in self.inputs.items() if s.kind == "scalar" and s.value is not None}
+        return {**self.axis_scalars, **given}
 
 
 @dataclass(frozen=True)
@@ -114,15 +119,22 @@ def _workload(doc: dict, defn: Definition, path: Path, where: str, prefix: str, 
     axes = doc.get("axes", {})
     if not isinstance(axes, dict):
         raise CaptureError(f"{where}: {prefix}axes: must be an object {{axis: value}}, got {type(axes).__name__}")
-    sizes = resolve(defn.axes, axes, where, prefix)
-    inputs = _inputs(doc.get("inputs", {}), defn, path, where, prefix)
+    scalars = {n: v for n, v in axes.items() if n not in defn.axes and n in defn.inputs and defn.inputs[n].scalar}
+    for n, v in scalars.items():
+        if type(v) not in (int, float, bool):
+            raise CaptureError(f"{where}: {prefix}axes.{n}: the scalar input's value must be an int, float or bool, "
+                               f"got {v!r}")
+    sizes = resolve(defn.axes, {n: v for n, v in axes.items() if n not in scalars}, where, prefix)
+    inputs = _inputs(doc.get("inputs", {}), defn, path, where, prefix, scalars)
     env: dict[str, Any] = dict(sizes)
     env.update({n: s.value for n, s in inputs.items() if s.kind == "scalar"})
     check_constraints(defn.constraints, env, f"{where}: {defn.file}")
-    return Workload(index, lineno, where, uuid, sizes, inputs, _tolerance(doc.get("tolerance"), where, prefix))
+    return Workload(index, lineno, where, uuid, sizes, inputs, _tolerance(doc.get("tolerance"), where, prefix),
+                    scalars)
 
 
-def _inputs(v: Any, defn: Definition, path: Path, where: str, prefix: str) -> dict[str, InputSource]:
+def _inputs(v: Any, defn: Definition, path: Path, where: str, prefix: str,
+            axis_scalars: dict[str, Any]) -> dict[str, InputSource]:
     if not isinstance(v, dict):
         raise CaptureError(f"{where}: {prefix}inputs: must be an object {{input: {{type: ...}}}}")
     out: dict[str, InputSource] = {}
@@ -153,7 +165,9 @@ def _inputs(v: Any, defn: Definition, path: Path, where: str, prefix: str) -> di
                 raise CaptureError(f"{at}: a scalar input (shape null) needs type scalar with a value")
             out[name] = InputSource(kind)
     for name, spec in defn.inputs.items():
-        if name not in out:
+        if name not in out and name in axis_scalars:
+            out[name] = InputSource("scalar", value=axis_scalars[name])
+        elif name not in out:
             if spec.scalar:
                 raise CaptureError(f"{where}: {prefix}inputs.{name}: missing (a scalar input needs a value)")
             out[name] = InputSource("random")

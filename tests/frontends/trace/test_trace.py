@@ -444,3 +444,34 @@ def test_a_whole_graph_off_through_a_quantised_tensor_is_checked_with_its_quanti
         assert "differs from eager's in 100.00% of its elements" in v.reason
     else:
         assert (v.status, v.method) == ("failed", "reference-executor")
+
+
+JOINT = {
+    "name": "joint_or_single_d8", "custom_inputs_entrypoint": "get_inputs",
+    "axes": {"S": {"type": "var"}, "D": {"type": "const", "value": 8}},
+    "inputs": {"x": {"shape": ["S", "D"], "dtype": "float32"}, "w": {"shape": ["D", "D"], "dtype": "float32"},
+               "is_joint": {"shape": None, "dtype": "int32"}},
+    "outputs": {"y": {"shape": ["S", "D"], "dtype": "float32"}},
+    "reference": ("import torch\n\ndef get_inputs(axes_and_scalars, device):\n"
+                  "    return {'is_joint': axes_and_scalars['is_joint']}\n\n"
+                  "def run(x, w, is_joint):\n"
+                  "    return x @ w if is_joint == 1 else x * 2\n"),
+}
+
+
+def test_a_scalar_input_given_in_axes_is_the_scalars_value(tmp_path):
+    """SOL-ExecBench L2/032 writes ``is_joint_block`` (a scalar input) in a line's ``axes`` and the harness
+    hands it to the custom generator: each line's value picks its branch (a matmul of S x 8 x 8 MACs, or a
+    scale), and the header records it with the axes. A name that is neither an axis nor a scalar input is
+    still an error."""
+    from solar_io.frontends.trace.problems import capture_problem
+
+    S, D = 4, 8
+    lines = [{"uuid": "j", "axes": {"S": S, "is_joint": 1}, "inputs": {"is_joint": {"type": "custom"}}},
+             {"uuid": "s", "axes": {"S": S, "is_joint": 0}, "inputs": {"is_joint": {"type": "custom"}}},
+             {"uuid": "t", "axes": {"S": S, "is_jont": 0}, "inputs": {"is_joint": {"type": "custom"}}}]
+    joint, single, typo = capture_problem(_problem(tmp_path, JOINT, lines), None, keep_graphs=True)
+    assert joint.status == single.status == "captured", (joint.error, single.error)
+    assert solar_io.graph_metrics(joint.graph).macs == S * D * D and solar_io.graph_metrics(single.graph).macs == 0
+    assert dict(joint.graph.producer.workload.axes) == {"S": S, "D": D, "is_joint": 1}
+    assert typo.status == "failed" and "axes.is_jont: not an axis of the definition" in typo.error
