@@ -273,6 +273,8 @@ def _maker(shape: tuple[int, ...], dtype: torch.dtype, top: int) -> Callable[[],
         return lambda: torch.randint(0, 256, shape, dtype=torch.uint8).view(dtype)
     if dtype == torch.bool:
         return lambda: torch.rand(shape) > 0.5
+    if dtype.is_complex:  # normal real and imaginary parts (an FFT's spectrum, a complex product)
+        return lambda: torch.randn(shape, dtype=dtype)
     if not dtype.is_floating_point:
         return lambda: torch.randint(0, top, shape, dtype=dtype)
     return lambda: torch.randn(shape).to(dtype)

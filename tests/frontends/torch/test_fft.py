@@ -127,3 +127,28 @@ def test_every_direction_norm_and_dims_validate_against_torch(tmp_path, call, in
     g = _capture(tmp_path, f"return {call}", inputs)
     assert [n.kind for n in g.nodes if n.kind in ("fft", "opaque")] and \
         not [n for n in g.nodes if n.kind == "opaque"]
+
+
+def test_c2r_reads_the_first_half_of_a_longer_spectrum(tmp_path):
+    """ATen's _fft_c2r reads the first n // 2 + 1 values of its input's last transformed dim: a longer input
+    is sliced first (a view), so the fft node reads 5 of the 8 stored values a row; validated."""
+    g = _capture(tmp_path, "return torch.ops.aten._fft_c2r(xs[0], [1], 2, 8)",
+                 "torch.randn(3, 8, dtype=torch.complex64)")
+    (fft,) = [n for n in g.nodes if n.kind == "fft"]
+    assert g.shape(fft.inputs[0].tensor) == (3, 5, 2) and g.shape(fft.outputs[0].tensor) == (3, 8)
+    assert solar_io.graph_metrics(g).boundary_bytes == 3 * 5 * 8 + 3 * 8 * 4
+
+
+def test_per_node_checks_run_every_transform_at_reduced_sizes(tmp_path):
+    """Past the budget, each fft call (complex inputs made random) is checked on its own at reduced sizes:
+    none is left unchecked."""
+    src = tmp_path / "m.py"
+    src.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x, h):\n"
+                   "        L = x.shape[-1]\n"
+                   "        y = torch.fft.irfft(torch.fft.rfft(x, n=2 * L) * torch.fft.rfft(h, n=2 * L), n=2 * L)\n"
+                   "        return y[..., :L] + x\n"
+                   "def get_inputs():\n    return [torch.randn(4, 8, 256), torch.randn(8, 256)]\n", encoding="utf-8")
+    g = capture_file(src, validate=True, validate_budget=1000)
+    assert g.validation.status == "passed" and g.validation.method == "reference-executor per node"
+    assert not g.validation.unchecked and "unchecked" not in (g.validation.reason or "")
+    assert sorted(n.fft.type for n in g.nodes if n.kind == "fft") == ["c2r", "r2c", "r2c"]
