@@ -152,3 +152,30 @@ def test_per_node_checks_run_every_transform_at_reduced_sizes(tmp_path):
     assert g.validation.status == "passed" and g.validation.method == "reference-executor per node"
     assert not g.validation.unchecked and "unchecked" not in (g.validation.reason or "")
     assert sorted(n.fft.type for n in g.nodes if n.kind == "fft") == ["c2r", "r2c", "r2c"]
+
+
+def test_a_power_spectrogram_is_captured_without_an_opaque_node(tmp_path):
+    """``torch.stft`` (reflect padding, framing, a Hann window, one r2c over the frames) then ``|S|^2``: the
+    magnitude of a complex tensor is a square-and-sum over the (re, im) rank and a root, by hand 3 vector
+    operations and one sqrt per complex element; validated against eager torch."""
+    from solar_io.ops import MAP_OPS
+
+    B, L, n_fft, hop = 2, 1600, 64, 16
+    g = _capture(tmp_path, f"s = torch.stft(xs[0], n_fft={n_fft}, hop_length={hop}, window=torch.hann_window({n_fft}),"
+                           " return_complex=True)\nreturn s.abs() ** 2",
+                 f"torch.randn({B}, {L})")
+    assert not [n for n in g.nodes if n.kind == "opaque"]
+    (fft,) = [n for n in g.nodes if n.kind == "fft"]
+    frames, bins = 1 + L // hop, n_fft // 2 + 1
+    assert fft.fft.type == "r2c" and g.shape(fft.outputs[0].tensor) == (B, frames, bins, 2)
+    m = {x.name: x for x in solar_io.graph_metrics(g).nodes}
+    magnitude = [n.name for n in g.nodes if n.op == "aten.abs"]
+    sqrt = MAP_OPS["sqrt"]
+    assert sum(m[n].flops_vector for n in magnitude) == B * frames * bins * (3 + sqrt.vector)
+    assert sum(m[n].transcendental for n in magnitude) == B * frames * bins * sqrt.transcendental
+
+
+def test_the_phase_of_a_spectrum_is_atan2_of_its_parts(tmp_path):
+    g = _capture(tmp_path, "return torch.angle(torch.fft.rfft(xs[0]))", "torch.randn(3, 16)")
+    assert [n.op for n in g.nodes if n.kind == "einsum"] == ["aten.angle"]
+    assert [n.map for n in g.nodes if n.kind == "einsum"] == ["atan2"] and not [n for n in g.nodes if n.kind == "opaque"]

@@ -177,6 +177,19 @@ def add_sub(ctx: LowerCtx, a: Args) -> T:
     return ctx.ew("add" if ctx.op == "aten.add" else "sub", a.self, a.other, dtype=_part_dtype(ctx))
 
 
+@complex_rule("aten.abs", "aten.angle")
+def magnitude_phase(ctx: LowerCtx, a: Args) -> T:
+    """``|z| = sqrt(re^2 + im^2)`` (a square-and-sum over the pair rank, then a root: 3 operations and a
+    root an element) or ``angle(z) = atan2(im, re)``; a real result of the parts' dtype."""
+    if not _is_complex(ctx, "self"):
+        raise NoLowering(f"{ctx.op} of a real tensor")
+    z = a.self
+    d = len(ctx.shape(z)) - 1
+    if ctx.op == "aten.abs":
+        return ctx.ew("sqrt", ctx.reduce(z, [d], False, "add", map="square", suffix="sq"))
+    return ctx.ew("atan2", select_dim(ctx, z, d, 1, suffix="im"), select_dim(ctx, z, d, 0, suffix="re"))
+
+
 @complex_rule("aten.constant_pad_nd")
 def complex_pad(ctx: LowerCtx, a: Args) -> T:
     """Zero padding of the complex dims (``irfft(x, n)`` with n past the spectrum pads it): the pairs
