@@ -127,3 +127,94 @@ def test_validation_checks_every_instance_through_the_first_second_and_last():
     bad = tuple(replace(t, ranks=("B", "D")) if t.name == "pre.4" else t for t in g.tensors)
     msgs = [i.message for i in solar_io.validate(replace(g, tensors=bad, repeats=g.repeats[1:]))]
     assert any("pre.4" in m for m in msgs)
+
+
+FFT_BLOCK = """format: solar-io.einsum-graph
+version: "1.7"
+name: spectral_steps
+producer:
+  tool: solar-io
+  tool_version: ""
+  frontend: hand-written
+ranks:
+  N: 8
+  F: 5
+  P: 2
+tensors:
+- name: x.0
+  ranks: [N]
+  dtype: fp32
+  role: input
+- repeat:
+    var: t
+    start: 1
+    step: 1
+    count: 3
+    tensors:
+    - name: "s.{t}"
+      ranks: [F, P]
+      dtype: fp32
+      role: intermediate
+    - name: "x.{t}"
+      ranks: [N]
+      dtype: fp32
+      role: intermediate
+- name: y
+  ranks: [N]
+  dtype: fp32
+  role: output
+nodes:
+- repeat:
+    var: t
+    start: 1
+    step: 1
+    count: 3
+    nodes:
+    - name: "s.{t}"
+      kind: fft
+      op: aten._fft_r2c
+      inputs:
+      - "x.{t-1}"
+      output: "s.{t}"
+      fft:
+        type: r2c
+        dims: [0]
+        inverse: false
+        norm: none
+    - name: "x.{t}"
+      kind: fft
+      op: aten._fft_c2r
+      inputs:
+      - "s.{t}"
+      output: "x.{t}"
+      fft:
+        type: c2r
+        dims: [0]
+        inverse: true
+        norm: by_n
+- name: y
+  kind: einsum
+  op: copy
+  space: [N]
+  inputs:
+  - x.3[N]
+  output: y[N]
+  map: identity
+  reduce: none
+validation:
+  status: skipped
+  method: none
+"""
+
+
+def test_fft_nodes_in_a_repeat_block_round_trip_and_count_as_unrolled():
+    """Three rfft -> irfft steps written once: the block keeps each node's fft record, loads as the unrolled
+    graph, runs (each step gives x back) and counts per step 7 + 4 additions of floor, by hand."""
+    g = solar_io.loads(FFT_BLOCK)
+    assert [n.name for n in g.nodes] == ["s.1", "x.1", "s.2", "x.2", "s.3", "x.3", "y"]
+    assert g.nodes[4].fft == g.nodes[0].fft and g.nodes[5].fft.type == "c2r"
+    assert dumps(g) == FFT_BLOCK
+    Draft202012Validator(SCHEMA).validate(yaml.safe_load(FFT_BLOCK))
+    x = np.random.default_rng(0).standard_normal(8).astype(np.float32)
+    np.testing.assert_allclose(solar_io.execute(g, {"x.0": x})["y"], x, atol=1e-5)
+    assert graph_metrics(g).flops_vector == graph_metrics(repeat.unrolled(g)).flops_vector == 3 * (7 + 4)
