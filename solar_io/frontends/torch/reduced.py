@@ -7,9 +7,7 @@ the call alone becomes a one-op program (``loader._FnModule``) that goes through
 pipeline (export on meta, lowering by the same rule, whole-graph validation against eager
 PyTorch on seeded random inputs). Calls whose programs at reduced sizes are one program (the same
 op and arguments, shapes that reduce alike: a per-expert loop's calls at the token counts its experts
-got) share one check, which is the same program on the same seeded inputs; inside :func:`shared_checks`
-(the workloads of one benchmark problem) so do the calls of every capture, whose sizes reduce alike.
-The pipeline is handed in
+got) share one check, which is the same program on the same seeded inputs. The pipeline is handed in
 (``capture.capture_source``, through
 ``check.validate_capture``), so this module does not import the capture that calls it.
 
@@ -35,8 +33,7 @@ from __future__ import annotations
 import copy
 import operator
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from math import prod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -311,24 +308,6 @@ def _returns_nothing(target: Any) -> bool:
     return schema is not None and not schema.returns
 
 
-#: Records of per-node checks shared by the captures run inside :func:`shared_checks` (None outside).
-_SHARED: dict[tuple, Validation] | None = None
-
-
-@contextmanager
-def shared_checks() -> Iterator[None]:
-    """Share per-node check records between the captures run inside (the workloads of one problem): a call's
-    one-op program at reduced sizes is the same program, on the same seeded inputs, in each capture whose
-    sizes reduce alike (sequence 512 and 1,024 both reduce to 16), so it is checked once."""
-    global _SHARED
-    outer = _SHARED
-    _SHARED = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _SHARED = outer
-
-
 def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipeline: Pipeline) -> Validation:
     """The validation record of ``cap`` from per-node checks at reduced sizes (module docstring);
     ``pipeline`` captures each one-op program (``capture.capture_source``)."""
@@ -361,12 +340,11 @@ def validate_per_node(cap: Capture, *, seed: int, budget: int, why: str, pipelin
         counts[k] = counts.get(k, 0) + 1
     reduced = full = 0
     worst = 0.0
-    # (pipeline, seed, reduced key) -> the record of the check run at those reduced sizes
-    shared: dict[tuple, Validation] = _SHARED if _SHARED is not None else {}
+    shared: dict[str, Validation] = {}  # reduced key -> the record of the check run at those reduced sizes
     for call in calls.values():
         small = [tuple(reduced_size(int(s)) for s in t.shape) for t in call.tensors]
         mapped = str(call.node.target) not in STORED_SHAPES
-        same = (pipeline, seed, call.key(small, mapped))  # calls whose reduced programs are one program
+        same = call.key(small, mapped)  # calls whose reduced programs are one program (MoE experts' sizes, indexes)
         record = shared.get(same)
         if record is None:
             record = _check(call, small, mapped, seed, pipeline)

@@ -19,7 +19,6 @@ from ...graph import Graph
 from ..common.errors import CaptureError
 from ..common.folder import opaque_ops
 from ..common.usercode import DEFAULT_TIMEOUT_S, user_code
-from ..torch.reduced import shared_checks
 from .capture import capture_workload, load_reference
 from .definition import Definition, read_definition
 from .detect import DEFINITION, WORKLOADS, problem_dirs
@@ -74,12 +73,11 @@ def capture_problem(source: Path, outdir: Path | None, *, workloads: Path | None
         step = (len(lines) - 1) / max(sample - 1, 1)
         lines = [lines[round(i * step)] for i in range(sample)]
     results = []
-    with shared_checks():  # a one-op check at reduced sizes is the same program in every workload
-        for item in lines:
-            if isinstance(item, BadLine):
-                results.append(WorkloadResult(label, str(item.index), item.line, error=item.message))
-                continue
-            results.append(_one(defn, item, module, outdir, options, allow_invalid, label, keep_graphs))
+    for item in lines:
+        if isinstance(item, BadLine):
+            results.append(WorkloadResult(label, str(item.index), item.line, error=item.message))
+            continue
+        results.append(_one(defn, item, module, outdir, options, allow_invalid, label, keep_graphs))
     return results
 
 

@@ -312,30 +312,3 @@ def test_the_benchmark_captures_only_the_keys_asked_with_the_budget_given(tmp_pa
     whole = mod.run(corpus, "b200", None, None, "floor", only=["L1/007_fft"])
     assert [r["key"] for r in whole["rows"]] == ["u1", "u2"]
     assert methods == ["reference-executor per node", "reference-executor", "reference-executor"]
-
-
-def test_the_workloads_of_a_problem_share_their_per_node_checks(tmp_path, monkeypatch):
-    """Past the budget each workload is validated per node at reduced sizes. Workloads whose sizes reduce
-    alike run the same one-op programs: inside one problem those are checked once (in its first workload),
-    each workload's record is what its own checks would have written, and a new problem checks again."""
-    from solar_io.frontends.torch import reduced
-
-    calls = []
-    real = reduced._check
-
-    def counting(call, shapes, *args, **kwargs):
-        calls.append(str(call.node.target))
-        return real(call, shapes, *args, **kwargs)
-
-    monkeypatch.setattr(reduced, "_check", counting)
-    lines = [{"uuid": u, "axes": {"B": 2}, "inputs": {"x": {"type": "random"}}} for u in ("u1", "u2", "u3")]
-    d = _problem(tmp_path, FFT, lines)
-    options = {"validate": True, "validate_budget": 1}
-    (one,) = capture_problem(d, None, options=options, keep_graphs=True, keys=["u1"])
-    single = len(calls)
-    assert single >= 5 and one.graph.validation.method == "reference-executor per node"
-    calls.clear()
-    results = capture_problem(d, None, options=options, keep_graphs=True)
-    assert [r.status for r in results] == ["captured"] * 3
-    assert len(calls) == single  # the second and third workloads checked nothing again
-    assert all(r.graph.validation == one.graph.validation for r in results)
