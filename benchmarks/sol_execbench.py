@@ -55,7 +55,7 @@ from solar_io.backends.bound import bound_many
 from solar_io.errors import SolarIOError
 from solar_io.frontends.trace.detect import problem_dirs
 from solar_io.frontends.trace.problems import capture_problem
-from solar_io.units import parse_size_int
+from solar_io.units import SizeError, parse_size_int
 
 #: failure categories, in the order they are tried: (name, words any of which the message holds).
 CATEGORIES = (
@@ -320,6 +320,14 @@ def _problem_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _budget(text: str) -> int:
+    """``--validate-budget``'s bytes; a size that does not read is argparse's one-line usage error."""
+    try:
+        return parse_size_int(text, "--validate-budget")
+    except SizeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
@@ -336,15 +344,14 @@ def main() -> None:
     ap.add_argument("--skip", nargs="*", default=None, help="leave these problems out (subset/name or name)")
     ap.add_argument("--cache-bound", default="ilp", choices=("ilp", "floor"))
     ap.add_argument("--keys", nargs="*", default=None, help="only these workloads (uuid or line index) of --only")
-    ap.add_argument("--validate-budget", default=None,
+    ap.add_argument("--validate-budget", default=None, type=_budget,
                     help="the captures' --validate-budget (default solar-io capture's); the report's command says it")
     ap.add_argument("--per-problem", action="store_true",
                     help="one line a problem instead of a line a workload (a whole corpus; the rows file has those)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/sol_execbench.md"))
     a = ap.parse_args()
-    budget = parse_size_int(a.validate_budget, "--validate-budget") if a.validate_budget else None
     data = run(a.corpus, a.hw, a.sample, a.metadata, a.cache_bound, a.published, a.only, a.reuse, a.rows,
-               a.tightest, a.after, a.skip, a.keys, budget)
+               a.tightest, a.after, a.skip, a.keys, a.validate_budget)
     text = report(data, a.hw, " ".join(["python", *sys.argv]), per_problem=a.per_problem)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)

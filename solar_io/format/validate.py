@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
+from ..fourier import problem as fft_problem
 from ..graph import PHASES, Graph, Node, Tensor
 from ..node_form import local_form
 from ..node_lists import MASKED_WRITES, NODE_LISTS, UNCHARGED
@@ -297,8 +298,6 @@ class _Validator(_IndexChecks, _DataflowChecks):
 
     def _fft(self, path: tuple, n: Node) -> None:
         """One whole input and output of float dtypes whose shapes fit the transform (:mod:`solar_io.fourier`)."""
-        from ..fourier import problem
-
         if n.fft is None:
             self.err(path, f"node {n.name}: an fft node needs its fft record (type, dims, inverse, norm)")
             return
@@ -308,10 +307,10 @@ class _Validator(_IndexChecks, _DataflowChecks):
             return
         x, y = self.tensors[n.inputs[0].tensor], self.tensors[n.outputs[0].tensor]
         for key, t in (("inputs", x), ("output", y)):
-            if DTYPES[t.dtype].family != "float":
+            if t.dtype in DTYPES and DTYPES[t.dtype].family != "float":  # an unknown dtype: the tensor's error
                 self.err(path + (key,), f"node {n.name}: an fft transforms floating-point values; "
                          f"{t.name} is {t.dtype}")
-        if msg := problem(n.fft, self.g.shape(x.name), self.g.shape(y.name)):
+        if msg := fft_problem(n.fft, self.g.shape(x.name), self.g.shape(y.name)):
             self.err(path + ("fft",), f"node {n.name}: {msg}")
 
     def _opaque(self, path: tuple, n: Node) -> None:

@@ -141,3 +141,9 @@ def test_the_bound_charges_bytes_and_the_floor_and_lists_nothing_as_opaque():
     assert not r.opaque and r.compute_complete
     assert r.fused.time == pytest.approx(max(m.boundary_bytes / spec.dram_bandwidth,
                                              m.flops_vector / spec.peak("vector", "fp32")))
+
+
+def test_an_fft_over_a_tensor_of_unknown_dtype_reports_the_dtype_not_a_traceback():
+    g = _graph(Fourier("c2c", (1,), False, "none"), ("B", "N", "P"), ("B", "N", "P"), {"B": 3, "N": 8, "P": 2},
+               "fp99")
+    assert [i.message for i in solar_io.validate(g) if i.severity == "error"] == ["unknown dtype 'fp99'"]

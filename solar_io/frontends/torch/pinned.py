@@ -97,17 +97,16 @@ def pinned_check(cap: Capture, arrays: dict[str, np.ndarray], want: dict[str, np
     except Exception:
         return None
     record, bad = compare(g, got, want, reference=reference, seed=seed)
-    worst = max(apart, key=apart.get) if apart else None
-    share = apart.get(worst, 0.0) if worst else 0.0
+    worst = max(apart, key=apart.__getitem__) if apart else None
+    share = apart[worst] if worst else 0.0
     pinned = (f"with its {len(apart)} fp8/fp4, integer and boolean tensors pinned to eager's values as the graph "
               f"ran, each matching eager's own in all but at most {share:.3%} of its elements")
     if share > PIN_MISMATCH:
-        return Validation("failed", "reference-executor pinned", reference, seed, record.rtol, record.atol,
-                          record.max_abs_error, record.max_rel_error, (),
-                          f"{why}; pinned tensor {worst} differs from eager's in {share:.2%} of its elements "
-                          f"(more than a rounding step moves: {PIN_MISMATCH:.0%})")
-    if bad:
-        return Validation("failed", "reference-executor pinned", reference, seed, record.rtol, record.atol,
-                          record.max_abs_error, record.max_rel_error, (), f"{why}; {pinned}, {record.reason}")
-    return Validation("passed", "reference-executor pinned", reference, seed, record.rtol, record.atol,
-                      record.max_abs_error, record.max_rel_error, (), f"{why}; {pinned}, every output matches")
+        status, reason = "failed", (f"pinned tensor {worst} differs from eager's in {share:.2%} of its elements "
+                                    f"(more than a rounding step moves: {PIN_MISMATCH:.0%})")
+    elif bad:
+        status, reason = "failed", f"{pinned}, {record.reason}"
+    else:
+        status, reason = "passed", f"{pinned}, every output matches"
+    return Validation(status, "reference-executor pinned", reference, seed, record.rtol, record.atol,
+                      record.max_abs_error, record.max_rel_error, (), f"{why}; {reason}")

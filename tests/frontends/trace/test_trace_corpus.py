@@ -7,6 +7,8 @@ Every definition here is written for the test (no corpus file is vendored); coun
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,3 +314,10 @@ def test_the_benchmark_captures_only_the_keys_asked_with_the_budget_given(tmp_pa
     whole = mod.run(corpus, "b200", None, None, "floor", only=["L1/007_fft"])
     assert [r["key"] for r in whole["rows"]] == ["u1", "u2"]
     assert methods == ["reference-executor per node", "reference-executor", "reference-executor"]
+
+
+def test_a_budget_that_does_not_read_is_a_usage_error_not_a_traceback():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sol_execbench.py"), "corpus", "--validate-budget",
+                        "2XB"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--validate-budget: cannot read '2XB' as a size in bytes" in r.stderr

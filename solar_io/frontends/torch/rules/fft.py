@@ -215,11 +215,12 @@ def fourier_transform(ctx: LowerCtx, a: Args) -> T:
     shape, dtype = graph_shape(ctx.node.meta["val"])
     if ctx.dtype(x) != dtype:
         raise NoLowering(f"an FFT whose input parts ({ctx.dtype(x)}) and output parts ({dtype}) differ")
-    half = shape[dims[-1]] // 2 + 1 if kind == "c2r" else 0
-    if kind == "c2r" and ctx.shape(x)[dims[-1]] < half:
-        raise NoLowering(f"a c2r of {ctx.shape(x)[dims[-1]]} stored values into {shape[dims[-1]]} (needs {half})")
-    if kind == "c2r" and ctx.shape(x)[dims[-1]] > half:  # ATen reads the first n // 2 + 1
-        x = slice_dim(ctx, x, dims[-1], 0, half, suffix="half")
+    if kind == "c2r":  # ATen reads the first n // 2 + 1 stored values of the last transformed dim
+        stored, half = ctx.shape(x)[dims[-1]], shape[dims[-1]] // 2 + 1
+        if stored < half:
+            raise NoLowering(f"a c2r of {stored} stored values into {shape[dims[-1]]} (needs {half})")
+        if stored > half:
+            x = slice_dim(ctx, x, dims[-1], 0, half, suffix="half")
     b = ctx.b
     out = b.source(ctx.name, shape, dtype, "intermediate")
     b.ranks(out)
