@@ -15,7 +15,7 @@ from .affine import Access
 from .fourier import Fourier
 
 FORMAT_NAME = "solar-io.einsum-graph"
-FORMAT_VERSION = "1.7"
+FORMAT_VERSION = "1.8"
 
 ROLES = ("input", "weight", "output", "intermediate", "constant")
 #: the step of a training graph a node belongs to (node field ``phase``, since 1.3).
@@ -70,6 +70,10 @@ class Tensor:
     ``updates`` (format 1.5, outputs only) names the input whose memory the output is: the program
     updates that input in place and returns it (``cache[:, :, pos] = k; return cache``), so the
     elements no node writes stay where they are and move no bytes (:mod:`solar_io.metrics`).
+    ``prefilled`` (format 1.8, outputs only) is the value every element of the output's memory already
+    holds when the caller hands it in (destination-passing style: SOL-ExecBench's harness zero-fills
+    each output before a timed call): elements the program provably leaves at it are not charged as
+    written (:mod:`solar_io.prefill`).
     """
 
     name: str
@@ -80,6 +84,7 @@ class Tensor:
     value: float | None = None
     generated: bool = False
     updates: str | None = None
+    prefilled: float | None = None
 
     @property
     def stored(self) -> bool:

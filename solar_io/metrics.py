@@ -55,6 +55,7 @@ from .fourier import floor_flops
 from .graph import Assumption, Graph, Node, Tensor
 from .node_lists import MASKED_WRITES, listed_nodes, makes_memory, uncharged_nodes
 from .ops import MAP_OPS
+from .prefill import prefilled_writes
 
 BOUNDARY_ROLES = ("input", "weight", "constant", "output")
 #: the assumption kind of scatters whose positions are counted as distinct (:func:`distinct_positions`)
@@ -281,14 +282,26 @@ def _has_indirect(a: Access) -> bool:
     return any(type(e) is Indirect for e in a.index or ())
 
 
+def scattered_elements(g: Graph, node: Node) -> float:
+    """The elements scatter ``node`` (an einsum with ``init``) writes of its output, counted as its bytes are
+    (module docstring): the positions its index tensors name, taken as distinct, at most its points."""
+    sizes = node_sizes(g, node)
+    a = node.outputs[0]
+    indirect = _indirect_counts(g, node) if _has_indirect(a) else None
+    elements = access_elements(a, g.tensor_map[a.tensor].ranks, sizes, indirect, g.rank_sizes)[0]
+    return min(elements, float(prod(sizes[r] for r in node.space))) if indirect is not None else elements
+
+
 def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
                  in_place: frozenset[str] | None = None, returned: frozenset[str] | None = None,
-                 masked: frozenset[str] | None = None) -> NodeMetrics:
+                 masked: frozenset[str] | None = None, prefilled: dict[str, float] | None = None) -> NodeMetrics:
     """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, ``in_place``:
     :func:`in_place_outputs` of ``g``, ``returned``: :func:`returned_tensors` of ``g``, ``masked``: its
-    ``masked_writes`` nodes, when known)."""
+    ``masked_writes`` nodes, ``prefilled``: :func:`solar_io.prefill.prefilled_writes` of ``g``, when known)."""
     if node.name in (listed_nodes(g, MASKED_WRITES) if masked is None else masked):
         return _masked_write(g, node)
+    if prefilled is None:
+        prefilled = prefilled_writes(g)
     sizes, whole = node_sizes(g, node), g.rank_sizes
     tmap = g.tensor_map
     reads: dict[str, float] = {}
@@ -316,7 +329,9 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
                 elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect, whole)[0], float(points))
             elif node.live:
                 elements = access_elements(a, tmap[a.tensor].ranks, sizes, None, whole)[0]
-            if node.init is not None and a.tensor in (returned_tensors(g) if returned is None else returned) and \
+            if a.tensor in prefilled:  # handed in holding what the program leaves unwritten (solar_io.prefill)
+                elements = prefilled[a.tensor] if elements is None else min(elements, prefilled[a.tensor])
+            elif node.init is not None and a.tensor in (returned_tensors(g) if returned is None else returned) and \
                     a.tensor not in (in_place_outputs(g) if in_place is None else in_place):
                 selected = elements if elements is not None else \
                     access_elements(a, tmap[a.tensor].ranks, sizes, None, whole)[0]
@@ -380,22 +395,23 @@ def _new_output(g: Graph, node: Node, selected: float, reads: dict[str, float]) 
 
 
 def _each_form_once(g: Graph, free: frozenset[str], in_place: frozenset[str], returned: frozenset[str],
-                    masked: frozenset[str]) -> tuple[NodeMetrics, ...]:
+                    masked: frozenset[str], prefilled: dict[str, float]) -> tuple[NodeMetrics, ...]:
     """:func:`node_metrics` of every node, computed once per node form (``Graph.node_forms``) over tensors
     of the same ranks, dtype, density and storage, in the same lists: a repeated layer's nodes get the
     first layer's counts under their own names."""
     tmap, out, seen = g.tensor_map, [], {}
     for n, (form, names) in zip(g.nodes, g.node_forms, strict=True):
         if n.name in masked:  # reads the graph around it (makes_memory)
-            out.append(node_metrics(g, n, free, in_place, returned, masked))
+            out.append(node_metrics(g, n, free, in_place, returned, masked, prefilled))
             continue
         key = (form, n.name in free, tuple(
             None if (t := tmap.get(name)) is None else
-            (t.ranks, t.dtype, t.density, t.stored, t.value is None, name in returned, name in in_place)
+            (t.ranks, t.dtype, t.density, t.stored, t.value is None, name in returned, name in in_place,
+             prefilled.get(name))
             for name in names))
         hit = seen.get(key)
         if hit is None:
-            m = node_metrics(g, n, free, in_place, returned, masked)
+            m = node_metrics(g, n, free, in_place, returned, masked, prefilled)
             local = {t: k for k, t in enumerate(names)}
             seen[key] = (m, tuple((local[t], b) for t, b in m.bytes_read.items()),
                          tuple((local[t], b) for t, b in m.bytes_written.items()))
@@ -419,7 +435,7 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     with gc_paused():
         free, in_place, returned = uncharged_nodes(g), in_place_outputs(g), returned_tensors(g)
         masked = listed_nodes(g, MASKED_WRITES)
-        nodes = _each_form_once(g, free, in_place, returned, masked)
+        nodes = _each_form_once(g, free, in_place, returned, masked, prefilled_writes(g))
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),

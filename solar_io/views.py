@@ -43,6 +43,7 @@ from .footprint import access_elements
 from .graph import Graph, Node
 from .metrics import BOUNDARY_ROLES, NodeMetrics, in_place_outputs, node_metrics, tensor_bytes
 from .node_lists import in_place_bases, made_outputs
+from .prefill import prefilled_writes
 
 
 class ViewChains:
@@ -114,13 +115,13 @@ class ViewChains:
         return dict(self._exposed)
 
     def _view_exposed(self) -> dict[str, float]:
-        tmap = self.g.tensor_map
+        tmap, prefilled = self.g.tensor_map, prefilled_writes(self.g)
         out: dict[str, float] = {}
         for t in self.g.tensors:
             r = self.root[t.name]
             if t.role != "output" or r == t.name or r not in self.computed or tmap[r].role == "output":
                 continue
-            b = self.root_bytes(t.name, tensor_bytes(self.g, t))
+            b = self.root_bytes(t.name, tensor_bytes(self.g, t, prefilled.get(t.name)))
             if b > 0:
                 out[r] = max(out.get(r, 0.0), b)
         return out

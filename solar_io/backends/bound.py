@@ -32,6 +32,7 @@ from solar_io.graph import Graph
 from solar_io.hardware import HardwareSpec, load_spec
 from solar_io.hardware.catalog import split_clock
 from solar_io.metrics import in_place_outputs
+from solar_io.prefill import prefilled_writes
 from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 from ..format.files import load
@@ -222,6 +223,12 @@ def _report(gt: GraphTraffic, spec: HardwareSpec, clock_note: str | None, option
     for out in sorted(in_place_outputs(g)):
         notes.setdefault(f"in place: output {out} is input {g.tensor_map[out].updates} updated in place (the file's "
                          "'updates'): only the elements its scatters write are charged, not a copy of the input")
+    for out, written in sorted(prefilled_writes(g).items()):
+        t = g.tensor_map[out]
+        if t.role == "output":
+            notes.setdefault(f"prefilled: output {out} arrives holding {t.prefilled:g} (the file's 'prefilled'): only "
+                             f"the {written:.6g} of its {math.prod(g.shape(out)):.6g} elements its scatters write "
+                             "are charged")
     kernels = kernel_rows(g, nodes, groups, ktraffic, kdram, bw)
     merged = len(nodes) - len(kernels)
     note = UNFUSED_NOTE + (MERGED_NOTE.format(nodes=len(nodes), kernels=len(kernels)) if merged else "")

@@ -152,6 +152,10 @@ def capture_command(
                                    "keeps only the tensors at layer boundaries (cuts every path to the loss "
                                    "passes) and the backward re-runs the forward nodes it needs; more MACs, a "
                                    "lower peak of live activations (both written into the graph)."),
+    fresh_outputs: bool = typer.Option(False, "--fresh-outputs", help="trace: charge every output whole, as new "
+                                       "memory. Default: each output arrives zero-filled, as SOL-ExecBench's "
+                                       "harness hands it (destination-passing style), and elements the program "
+                                       "leaves zero are not charged (written into the graph: 'prefilled')."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="Seconds one capture (a file, or one "
                                   "workload of a definition) may run before it is stopped as failed; a folder "
                                   "goes on to the next file (0: no limit)."),
@@ -190,8 +194,12 @@ def capture_command(
     if frontend in (None, "trace") and (workloads is not None or is_trace_source(source)):
         from .capture_trace import capture_trace  # SOL-ExecBench / FlashInfer-Trace definitions
 
-        capture_trace(source, output, workloads, dict(options, timeout=limit), allow_invalid)
+        capture_trace(source, output, workloads, dict(options, timeout=limit, fresh_outputs=fresh_outputs),
+                      allow_invalid)
         return
+    if fresh_outputs:
+        raise InputSpecError("--fresh-outputs applies to benchmark definitions (definition.json): a model file's "
+                             "outputs are new memory already")
     if source.is_dir():
         _capture_dir(source, output, frontend, options, allow_invalid, limit)
         return

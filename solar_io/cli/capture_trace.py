@@ -11,7 +11,7 @@ from ..frontends.common.errors import CaptureError
 from ..frontends.trace.detect import DEFINITION
 
 #: capture options a definition can use; the others name a model file's conventions.
-_USED = ("validate", "strict", "seed", "validate_budget", "timeout")
+_USED = ("validate", "strict", "seed", "validate_budget", "timeout", "fresh_outputs")
 _FLAGS = {"entry": "--entry", "inputs": "--input", "inputs_from": "--inputs-from", "dtype": "--dtype",
           "eval_mode": "--eval", "jit": "--no-jit", "sizes": "--sizes", "validate_sizes": "--validate-sizes",
           "agent_fallback": "--agent-fallback", "golden": "--golden"}

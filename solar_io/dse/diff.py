@@ -1,8 +1,8 @@
 """What changed between two einsum-graph files: structure, work, traffic and speed-of-light.
 
 Ranks, tensors and nodes are matched by name. A tensor is *changed* when its ranks, shape (the
-sizes of its ranks), dtype, role, density or value differ; a node when its kind, op, space, accesses
-(inputs, outputs with their index expressions), map, reduce, data-movement fields, padding, fill,
+sizes of its ranks), dtype, role, density, value, ``updates`` or ``prefilled`` differ; a node when its kind,
+op, space, accesses (inputs, outputs with their index expressions), map, reduce, data-movement fields, padding, fill,
 opaque reason, attributes or any other field of ``Node`` differ (source locations are ignored:
 they move with every edit of the source). Totals are those of ``solar_io.metrics`` (MACs, FLOPs
 per unit class, bytes unfused and at the fused boundary) and, on a chip, the unfused and fused SOL
@@ -141,7 +141,7 @@ def _shape(g: Graph, t: Tensor) -> str:
 
 def _tensor_fields(g: Graph, t: Tensor) -> dict[str, str]:
     return {"ranks": f"[{', '.join(t.ranks)}]", "shape": _shape(g, t), "dtype": t.dtype, "role": t.role,
-            "density": str(t.density), "value": str(t.value)}
+            "density": str(t.density), "value": str(t.value), "updates": str(t.updates), "prefilled": str(t.prefilled)}
 
 
 def _node_fields(n: Node) -> dict[str, str]:

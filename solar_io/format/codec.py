@@ -11,6 +11,7 @@ The canonical document of a graph is :func:`solar_io.format.encode.encode`'s.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import dtypes
@@ -204,10 +205,15 @@ def _tensor(dec: _Decoder, t: Any, path: tuple) -> Tensor | None:
     updates = dec.get(d, "updates", path, (str,), False, what)
     if updates is not None and role != "output":
         dec.err(path + ("updates",), "only outputs may update an input in place ('updates: INPUT')")
+    prefilled = dec.get(d, "prefilled", path, (float,), False, what)
+    if prefilled is not None and (role != "output" or updates is not None or not math.isfinite(prefilled)):
+        dec.err(path + ("prefilled",), "only an output that updates no input may be prefilled, with a finite value "
+                "('prefilled: 0.0')")
     if len(dec.issues) != n0:
         return None
     return Tensor(name, ranks, dt, role, None if density is None else float(density),
-                  None if value is None else float(value), bool(generated), updates)
+                  None if value is None else float(value), bool(generated), updates,
+                  None if prefilled is None else float(prefilled))
 
 
 def _nodes(dec: _Decoder, v: Any) -> tuple[tuple[Node, ...], tuple[Repeat, ...]]:

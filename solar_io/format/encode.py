@@ -69,6 +69,8 @@ def _encode_tensor(t: Tensor) -> dict:
         d["generated"] = True
     if t.updates is not None:
         d["updates"] = t.updates
+    if t.prefilled is not None:
+        d["prefilled"] = t.prefilled
     return d
 
 

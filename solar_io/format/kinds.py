@@ -6,7 +6,7 @@ checks a graph's version against it (:func:`fields_too_new`), and ``tests/format
 Schema to it. A new optional field is one line here (with its ``since``) plus its codec and meaning.
 
 >>> keys("tensor")
-('name', 'ranks', 'dtype', 'role', 'density', 'value', 'generated', 'updates')
+('name', 'ranks', 'dtype', 'role', 'density', 'value', 'generated', 'updates', 'prefilled')
 >>> KIND_RULES["opaque"].required
 frozenset({'inputs', 'outputs', 'reason'})
 >>> SINCE[("node", "kernel")]
@@ -41,7 +41,7 @@ RECORDS: dict[str, tuple[Field, ...]] = {
                         ("workload", (1, 2))),
     "workload": _fields("definition", "uuid", "index", "axes", "tolerance"),
     "tensor": _fields("name", "ranks", "dtype", "role", "density", "value", ("generated", (1, 2)),
-                      ("updates", (1, 5))),
+                      ("updates", (1, 5)), ("prefilled", (1, 8))),
     "node": _fields("name", "kind", "op", "location", "movement", "view", "space", "inputs", "output", "outputs",
                     ("init", (1, 1)), "map", "reduce", ("scan", (1, 1)), "axis", "pad", "fill", "reason",
                     ("kernel", (1, 3)), ("phase", (1, 3)), ("live", (1, 6)), ("fft", (1, 7)), "attrs"),

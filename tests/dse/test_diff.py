@@ -206,3 +206,17 @@ def test_missing_file_is_one_line(tmp_path):
     old = write(tmp_path, "old.yaml", BASE)
     r = run_cli("diff", str(old), str(tmp_path / "missing.yaml"))
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "missing.yaml" in r.stderr
+
+
+def test_a_prefilled_output_is_a_changed_tensor_and_its_bytes_move():
+    """The 1.8 golden with and without ``prefilled``: the output is changed in that field alone, and the
+    boundary drops from the whole 16 x 4 bf16 output (128 B) to its 3 scattered rows (24 B)."""
+    import dataclasses
+
+    from paths import ROOT
+
+    new = solar_io.load(ROOT / "tests" / "golden" / "v1.8" / "prefilled_scatter.yaml")
+    old = dataclasses.replace(new, tensors=tuple(dataclasses.replace(t, prefilled=None) for t in new.tensors))
+    d = diff_graphs(old, new)
+    assert [(c.name, c.fields) for c in d.changes] == [("to_1", (("prefilled", "None", "0.0"),))]
+    assert d.old.boundary_bytes - d.new.boundary_bytes == 128 - 24

@@ -56,6 +56,8 @@ V1_5_TENSOR_KEYS = ("updates",)
 V1_6_NODE_FIELDS = ("live",)
 # What 1.7 added, frozen likewise: the node kind 'fft' and its field.
 V1_7_NODE_FIELDS = ("fft",)
+# What 1.8 added, frozen likewise.
+V1_8_TENSOR_KEYS = ("prefilled",)
 V1_0_KINDS = ("einsum", "data_movement", "opaque")
 
 
@@ -369,9 +371,11 @@ def test_v1_5_additions_are_known_and_covered_by_its_golden_files():
 @pytest.mark.parametrize("golden, field, since, old", [
     ("v1.5/in_place_update.yaml", "updates", "1.5", "1.0"), ("v1.5/in_place_update.yaml", "updates", "1.5", "1.4"),
     ("v1.6/live_work.yaml", "live", "1.6", "1.3"), ("v1.6/live_work.yaml", "live", "1.6", "1.5"),
-    ("v1.7/fft_round_trip.yaml", "fft", "1.7", "1.6")])
+    ("v1.7/fft_round_trip.yaml", "fft", "1.7", "1.6"),
+    ("v1.8/prefilled_scatter.yaml", "prefilled", "1.8", "1.7")])
 def test_a_file_older_than_a_field_cannot_use_it(golden: str, field: str, since: str, old: str):
-    """Decoder and schema both refuse 'updates' (1.5), 'live' (1.6) and 'fft' (1.7) in an older file, naming
+    """Decoder and schema both refuse 'updates' (1.5), 'live' (1.6), 'fft' (1.7) and 'prefilled' (1.8) in an older
+    file, naming
     the field and the version."""
     from solar_io.errors import GraphError
     from solar_io.format.codec import decode
@@ -446,3 +450,28 @@ def test_fft_round_trip_counts_and_values():
     np.testing.assert_allclose(out["y"], x, atol=1e-5)
     np.testing.assert_allclose(out["s"][:, 0, 0], x.sum(axis=1), rtol=1e-5)
     assert not solar_io.bound(g, "b200", cache_aware=False).opaque
+
+
+def test_v1_8_additions_are_known_and_covered_by_its_golden_files():
+    from solar_io.format.codec import TENSOR_KEYS
+    from solar_io.format.versioning import SINCE
+
+    assert {k for (_, k), v in SINCE.items() if v == (1, 8)} == set(V1_8_TENSOR_KEYS) <= set(TENSOR_KEYS)
+    docs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES if p.parent.name == "v1.8"]
+    assert all(any(k in t for d in docs for t in d["tensors"]) for k in V1_8_TENSOR_KEYS)
+
+
+def test_prefilled_output_writes_only_the_scattered_rows():
+    """The 1.8 golden: an embedding gradient, ``zeros(16, 4)`` fp32, ``index_add_`` of 3 bf16 rows cast up,
+    cast back to bf16 and returned into memory the caller hands in zeroed (``prefilled: 0.0``). By hand: the
+    3 scattered rows of the output (3 x 4 bf16, 24 B) are written, not all 16 (128 B); grad (24 B) and ids
+    (3 int64, 24 B) are read; the fill is an immediate. Without the field the output is written whole."""
+    g = solar_io.load(GOLDEN / "v1.8" / "prefilled_scatter.yaml")
+    assert {t.name: t.prefilled for t in g.tensors if t.role == "output"} == {"to_1": 0.0}
+    assert solar_io.graph_metrics(g).boundary_bytes == 24 + 24 + 24
+    r = solar_io.bound(g, "h100-pcie")
+    assert r.fused.bytes == 72
+    assert [n for n in r.notes if n.startswith("prefilled: output to_1 arrives holding 0")]
+    fresh = dataclasses.replace(g, tensors=tuple(dataclasses.replace(t, prefilled=None) for t in g.tensors))
+    assert solar_io.graph_metrics(fresh).boundary_bytes == 24 + 24 + 128
+    assert not [n for n in solar_io.bound(fresh, "h100-pcie").notes if n.startswith("prefilled")]

@@ -6,6 +6,7 @@ Every definition here is written for the test (no corpus file is vendored); coun
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -173,9 +174,14 @@ def test_gqa_paged_decode_over_a_page_table_from_a_trace_shaped_line(tmp_path):
     m = solar_io.graph_metrics(g)
     assert m.macs == 2 * H * D * sum(lens)  # q.k and p.v: H*D MACs per head and cached token, each
     # fused boundary (each root's largest single read, a lower bound on the union of its reads): of each
-    # cache the longest sequence's pages, of q one batch row, of the page ids the longest slice; the output
+    # cache the longest sequence's pages, of q one batch row, of the page ids the longest slice; of the
+    # output, handed in zero-filled (prefilled), one batch row: each row is its own scatter into the zeros
+    # and the file does not say where, so the largest (a lower bound on their union); new memory: all of it
     page = Hkv * D * 2
-    assert m.boundary_bytes == 2 * max(lens) * page + H * D * 2 + 4 * max(lens) + B * H * D * 2
+    reads = 2 * max(lens) * page + H * D * 2 + 4 * max(lens)
+    assert m.boundary_bytes == reads + H * D * 2
+    fresh = dataclasses.replace(g, tensors=tuple(dataclasses.replace(t, prefilled=None) for t in g.tensors))
+    assert solar_io.graph_metrics(fresh).boundary_bytes == reads + B * H * D * 2
 
 
 def test_value_constraints_still_parse_and_axis_constraints_still_hold(tmp_path):
