@@ -53,7 +53,7 @@ from .dtypes import DTYPES
 from .footprint import access_elements
 from .fourier import floor_flops
 from .graph import Assumption, Graph, Node, Tensor
-from .node_lists import MASKED_WRITES, listed_nodes, makes_memory, uncharged_nodes
+from .node_lists import MASKED_WRITES, listed_nodes, makes_memory, prefilled_fills, uncharged_nodes
 from .ops import MAP_OPS
 from .prefill import prefilled_writes
 
@@ -380,8 +380,10 @@ def _masked_write(g: Graph, node: Node) -> NodeMetrics:
             reads[t.name] = max(reads.get(t.name, 0.0), b)
     points = prod(g.rank_sizes[r] for r in node.space) if node.space else 0
     out = tmap[node.outputs[0].tensor]
-    # x a fill held as a value (zeros_like): the result is made here, written whole (eager's fill)
-    written = tensor_bytes(g, out, prod(g.shape(out.name))) if makes_memory(g, node) else 0.0
+    # x a fill held as a value (zeros_like): the result is made here, written whole (eager's fill), unless the
+    # caller hands that memory in holding the fill already (prefilled, solar_io.prefill)
+    made = makes_memory(g, node) and out.name not in prefilled_fills(g)
+    written = tensor_bytes(g, out, prod(g.shape(out.name))) if made else 0.0
     return NodeMetrics(node.name, node.kind, points, 0, 0.0, 0.0, 0.0, reads, {out.name: written})
 
 

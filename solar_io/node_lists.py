@@ -71,7 +71,35 @@ def made_outputs(g: Graph) -> dict[str, str]:
     the graph makes that memory (a fill a masked write made, or an intermediate) rather than an input's:
     ``q = zeros_like(x); q[m1] = 1; q[m2] = 2; return q``. The output leaves the kernel, so that memory is
     written whole once (:mod:`solar_io.views`, the traffic residency model), however little the masked
-    writes themselves write."""
+    writes themselves write; unless the caller hands the output in already holding the fill
+    (:func:`prefilled_fills`)."""
+    skip = prefilled_fills(g)
+    return {n: cur for n, cur in _made_chains(g).items() if cur not in skip}
+
+
+def prefilled_fills(g: Graph) -> frozenset[str]:
+    """Results of masked writes that make their memory from an immediate fill (:func:`makes_memory`) where
+    that memory is a graph output handed in already holding the fill's value (format 1.8 ``prefilled``,
+    :mod:`solar_io.prefill`): ``q = zeros_like(x); q[m] = 1; return q`` into zeroed memory writes only what
+    the masks select, a count from none to all, so nothing of the fill is charged."""
+    masked = listed_nodes(g, MASKED_WRITES)
+    tmap = g.tensor_map
+    if not masked or not any(t.prefilled is not None for t in g.tensors):
+        return frozenset()
+    output_of = {cur: g.node_map[n].outputs[0].tensor for n, cur in _made_chains(g).items()}
+    out = set()
+    for n in g.nodes:
+        if n.name in masked and n.outputs and makes_memory(g, n):
+            mem = n.outputs[0].tensor
+            o = tmap[mem] if tmap[mem].role == "output" else tmap.get(output_of.get(mem, ""))
+            fills = {tmap[a].value for a in _operand_like_result(g, n, stored=False)}
+            if o is not None and o.prefilled is not None and fills == {o.prefilled}:
+                out.add(mem)
+    return frozenset(out)
+
+
+def _made_chains(g: Graph) -> dict[str, str]:
+    """:func:`made_outputs` before the prefilled outputs are taken out."""
     masked = listed_nodes(g, MASKED_WRITES)
     if not masked:
         return {}

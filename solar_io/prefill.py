@@ -15,8 +15,11 @@ are is read from the graph, never from values:
 
 The elements the program must write are then at most the largest write of its scatters (each counted
 as the metrics count a scatter: the positions its index names, taken as distinct; the largest is a
-lower bound on their union). Every other output keeps its full write: the analysis only ever lowers
-a count, so the bound stays a lower bound for a caller that hands fresh memory too.
+lower bound on their union: a loop writing one row per step into the zeros is charged one row, as the
+file does not say where each row goes). Masked writes into a fill the output is handed in holding
+(``q = zeros_like(x); q[m] = 1``) are charged none of the fill (:func:`solar_io.node_lists.prefilled_fills`).
+Every other output keeps its full write: the analysis only ever lowers a count, so the bound stays a
+lower bound for a caller that hands fresh memory too.
 
 >>> from solar_io.affine import parse_access
 >>> from solar_io.graph import Graph, Node, Tensor

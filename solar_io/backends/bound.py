@@ -36,7 +36,7 @@ from solar_io.prefill import prefilled_writes
 from solar_io.units import format_time, parse_bytes, parse_frequency, parse_rate, parse_time
 
 from ..format.files import load
-from ..node_lists import fp32_at_half
+from ..node_lists import fp32_at_half, prefilled_fills
 from .result import Fidelity, NodeBound, Options, Report
 from .roofline.bounds import UNFUSED_NOTE, fused_fidelity, node_facts, price_nodes, resources, totals, unfused_fidelity
 from .roofline.clock import at_clock
@@ -229,6 +229,9 @@ def _report(gt: GraphTraffic, spec: HardwareSpec, clock_note: str | None, option
             notes.setdefault(f"prefilled: output {out} arrives holding {t.prefilled:g} (the file's 'prefilled'): only "
                              f"the {written:.6g} of its {math.prod(g.shape(out)):.6g} elements its scatters write "
                              "are charged")
+    for mem in sorted(prefilled_fills(g)):
+        notes.setdefault(f"prefilled: output memory {mem} arrives holding its fill (the file's 'prefilled'): the "
+                         "masked writes into it are charged none of the fill")
     kernels = kernel_rows(g, nodes, groups, ktraffic, kdram, bw)
     merged = len(nodes) - len(kernels)
     note = UNFUSED_NOTE + (MERGED_NOTE.format(nodes=len(nodes), kernels=len(kernels)) if merged else "")

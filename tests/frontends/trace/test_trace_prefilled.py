@@ -81,3 +81,32 @@ def test_fresh_outputs_is_for_definitions_only(tmp_path):
     r = run_main("capture", str(model), "--fresh-outputs")
     assert r.returncode != 0
     assert "--fresh-outputs applies to benchmark definitions" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+MASK_FILL = {
+    "name": "mask_fill", "axes": {"N": {"type": "var"}},
+    "inputs": {"x": {"shape": ["N"], "dtype": "float32"}}, "outputs": {"q": {"shape": ["N"], "dtype": "float32"}},
+    "reference": ("import torch\n\ndef run(x):\n    q = torch.zeros_like(x)\n    q[x > 0] = 1.0\n"
+                  "    q[x < -1] = 2.0\n    return q\n"),
+}
+
+
+def test_masked_writes_into_a_zero_filled_output_charge_none_of_the_fill(tmp_path):
+    """``q = zeros_like(x); q[x > 0] = 1; q[x < -1] = 2; return q`` with N = 64 fp32: x is read (256 B). The
+    masks select a count the file does not know (none to all), so in memory handed in zeroed nothing of q need
+    be written; as new memory, eager's fill writes all of it (256 B)."""
+    d = tmp_path / "mask_fill"
+    d.mkdir()
+    (d / "definition.json").write_text(json.dumps(MASK_FILL))
+    (d / "workload.jsonl").write_text(json.dumps({"uuid": "n64", "axes": {"N": 64},
+                                                  "inputs": {"x": {"type": "random"}}}) + "\n")
+    for flags, written in (((), 0), (("--fresh-outputs",), 256)):
+        out = tmp_path / f"out{len(flags)}"
+        r = run_main("capture", str(d), "-o", str(out), *flags)
+        assert r.returncode == 0, r.stderr
+        g = solar_io.load(out / "mask_fill.n64.yaml")
+        assert g.validation.status == "passed" and any(a.kind == "masked_fill" for a in g.assumptions)
+        rep = solar_io.bound(g, "h100-pcie", cache_aware=True)
+        assert solar_io.graph_metrics(g).boundary_bytes == rep.fused.bytes == rep.cache_aware.bytes == 256 + written
+        assert rep.unfused.bytes == 256 + written
+        assert bool(written) != bool([n for n in rep.notes if n.startswith("prefilled: output")])
