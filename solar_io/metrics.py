@@ -294,12 +294,14 @@ def scattered_elements(g: Graph, node: Node) -> float:
 
 def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
                  in_place: frozenset[str] | None = None, returned: frozenset[str] | None = None,
-                 masked: frozenset[str] | None = None, prefilled: dict[str, float] | None = None) -> NodeMetrics:
+                 masked: frozenset[str] | None = None, prefilled: dict[str, float] | None = None,
+                 fills: frozenset[str] | None = None) -> NodeMetrics:
     """The derived counts of ``node`` in ``g`` (``uncharged``: :func:`uncharged_nodes` of ``g``, ``in_place``:
     :func:`in_place_outputs` of ``g``, ``returned``: :func:`returned_tensors` of ``g``, ``masked``: its
-    ``masked_writes`` nodes, ``prefilled``: :func:`solar_io.prefill.prefilled_writes` of ``g``, when known)."""
+    ``masked_writes`` nodes, ``prefilled``: :func:`solar_io.prefill.prefilled_writes` of ``g``, ``fills``: its
+    :func:`solar_io.node_lists.prefilled_fills`, when known)."""
     if node.name in (listed_nodes(g, MASKED_WRITES) if masked is None else masked):
-        return _masked_write(g, node)
+        return _masked_write(g, node, prefilled_fills(g) if fills is None else fills)
     if prefilled is None:
         prefilled = prefilled_writes(g)
     sizes, whole = node_sizes(g, node), g.rank_sizes
@@ -369,7 +371,7 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
                        compute_known=node.kind != "opaque", bytes_exact=exact)
 
 
-def _masked_write(g: Graph, node: Node) -> NodeMetrics:
+def _masked_write(g: Graph, node: Node, fills: frozenset[str]) -> NodeMetrics:
     """A ``masked_writes`` node (module docstring): its boolean masks and one-element values read, nothing else."""
     tmap = g.tensor_map
     reads: dict[str, float] = {}
@@ -382,7 +384,7 @@ def _masked_write(g: Graph, node: Node) -> NodeMetrics:
     out = tmap[node.outputs[0].tensor]
     # x a fill held as a value (zeros_like): the result is made here, written whole (eager's fill), unless the
     # caller hands that memory in holding the fill already (prefilled, solar_io.prefill)
-    made = makes_memory(g, node) and out.name not in prefilled_fills(g)
+    made = makes_memory(g, node) and out.name not in fills
     written = tensor_bytes(g, out, prod(g.shape(out.name))) if made else 0.0
     return NodeMetrics(node.name, node.kind, points, 0, 0.0, 0.0, 0.0, reads, {out.name: written})
 
@@ -397,14 +399,15 @@ def _new_output(g: Graph, node: Node, selected: float, reads: dict[str, float]) 
 
 
 def _each_form_once(g: Graph, free: frozenset[str], in_place: frozenset[str], returned: frozenset[str],
-                    masked: frozenset[str], prefilled: dict[str, float]) -> tuple[NodeMetrics, ...]:
+                    masked: frozenset[str], prefilled: dict[str, float],
+                    fills: frozenset[str]) -> tuple[NodeMetrics, ...]:
     """:func:`node_metrics` of every node, computed once per node form (``Graph.node_forms``) over tensors
     of the same ranks, dtype, density and storage, in the same lists: a repeated layer's nodes get the
     first layer's counts under their own names."""
     tmap, out, seen = g.tensor_map, [], {}
     for n, (form, names) in zip(g.nodes, g.node_forms, strict=True):
         if n.name in masked:  # reads the graph around it (makes_memory)
-            out.append(node_metrics(g, n, free, in_place, returned, masked, prefilled))
+            out.append(node_metrics(g, n, free, in_place, returned, masked, prefilled, fills))
             continue
         key = (form, n.name in free, tuple(
             None if (t := tmap.get(name)) is None else
@@ -437,7 +440,7 @@ def graph_metrics(g: Graph) -> GraphMetrics:
     with gc_paused():
         free, in_place, returned = uncharged_nodes(g), in_place_outputs(g), returned_tensors(g)
         masked = listed_nodes(g, MASKED_WRITES)
-        nodes = _each_form_once(g, free, in_place, returned, masked, prefilled_writes(g))
+        nodes = _each_form_once(g, free, in_place, returned, masked, prefilled_writes(g), prefilled_fills(g))
     return GraphMetrics(
         nodes=nodes,
         macs=sum(m.macs for m in nodes),
