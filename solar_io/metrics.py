@@ -285,11 +285,15 @@ def _has_indirect(a: Access) -> bool:
 def scattered_elements(g: Graph, node: Node) -> float:
     """The elements scatter ``node`` (an einsum with ``init``) writes of its output, counted as its bytes are
     (module docstring): the positions its index tensors name, taken as distinct, at most its points."""
-    sizes = node_sizes(g, node)
-    a = node.outputs[0]
-    indirect = _indirect_counts(g, node) if _has_indirect(a) else None
-    elements = access_elements(a, g.tensor_map[a.tensor].ranks, sizes, indirect, g.rank_sizes)[0]
-    return min(elements, float(prod(sizes[r] for r in node.space))) if indirect is not None else elements
+    sizes, a = node_sizes(g, node), node.outputs[0]
+    if _has_indirect(a):
+        return _indirect_writes(g, a, sizes, _indirect_counts(g, node), prod(sizes[r] for r in node.space))
+    return access_elements(a, g.tensor_map[a.tensor].ranks, sizes, None, g.rank_sizes)[0]
+
+
+def _indirect_writes(g: Graph, a: Access, sizes: dict[str, int], indirect: dict[str, float], points: int) -> float:
+    """Elements an output access through ``@t`` writes: as a gather's reads, at most one per iteration point."""
+    return min(access_elements(a, g.tensor_map[a.tensor].ranks, sizes, indirect, g.rank_sizes)[0], float(points))
 
 
 def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
@@ -328,7 +332,7 @@ def node_metrics(g: Graph, node: Node, uncharged: frozenset[str] | None = None,
         for a in node.outputs:
             elements = None
             if gathers and _has_indirect(a):
-                elements = min(access_elements(a, tmap[a.tensor].ranks, sizes, indirect, whole)[0], float(points))
+                elements = _indirect_writes(g, a, sizes, indirect, points)
             elif node.live:
                 elements = access_elements(a, tmap[a.tensor].ranks, sizes, None, whole)[0]
             if a.tensor in prefilled:  # handed in holding what the program leaves unwritten (solar_io.prefill)

@@ -91,7 +91,7 @@ def prefilled_fills(g: Graph) -> frozenset[str]:
     for n in g.nodes:
         if n.name in masked and n.outputs and makes_memory(g, n):
             mem = n.outputs[0].tensor
-            o = tmap[mem] if tmap[mem].role == "output" else tmap.get(output_of.get(mem, ""))
+            o = tmap.get(mem if tmap[mem].role == "output" else output_of.get(mem))
             fills = {tmap[a].value for a in _operand_like_result(g, n, stored=False)}
             if o is not None and o.prefilled is not None and fills == {o.prefilled}:
                 out.add(mem)

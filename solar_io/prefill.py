@@ -14,9 +14,10 @@ are is read from the graph, never from values:
 - and those elementwise maps take ``c`` to ``v``.
 
 The elements the program must write are then at most the largest write of its scatters (each counted
-as the metrics count a scatter: the positions its index names, taken as distinct; the largest is a
-lower bound on their union: a loop writing one row per step into the zeros is charged one row, as the
-file does not say where each row goes). Masked writes into a fill the output is handed in holding
+as the metrics count a scatter: the positions its index names, taken as distinct, their values taken
+as differing from ``v``, which the file does not hold; the largest is a lower bound on their union: a
+loop writing one row per step into the zeros is charged one row, as the file does not say where each
+row goes). Masked writes into a fill the output is handed in holding
 (``q = zeros_like(x); q[m] = 1``) are charged none of the fill (:func:`solar_io.node_lists.prefilled_fills`).
 Every other output keeps its full write: the analysis only ever lowers a count, so the bound stays a
 lower bound for a caller that hands fresh memory too.
@@ -56,7 +57,8 @@ def prefilled_writes(g: Graph) -> dict[str, float]:
     """Tensor -> the elements of it a run must write, for each ``prefilled`` output whose unwritten
     elements provably keep the prefilled value (module docstring), and for the tensors it is a whole
     view of (what its node writes): fewer than all of it. Other tensors are absent."""
-    wanted = {t.name: t.prefilled for t in g.tensors if t.role == "output" and t.prefilled is not None}
+    wanted: dict[str, float] = {t.name: t.prefilled for t in g.tensors
+                                if t.role == "output" and t.prefilled is not None}
     if not wanted:
         return {}
     from .metrics import scattered_elements  # metrics imports this module
@@ -78,7 +80,7 @@ def prefilled_writes(g: Graph) -> dict[str, float]:
             written, cur, steps = max(written, scattered_elements(g, n)), n.init, steps + 1
         fill = g.tensor_map[cur].value if steps else None
         numel = float(prod(g.shape(name)))
-        if fill is None or written >= numel or not _reaches(g, reversed(maps), float(fill), float(v)):  # type: ignore[arg-type]
+        if fill is None or written >= numel or not _reaches(g, maps, fill, v):
             continue
         out.update(dict.fromkeys(names, written))
     return out
@@ -117,12 +119,12 @@ def _plain(a: Access, ranks: tuple[str, ...]) -> bool:
     return tuple(names) == tuple(ranks)
 
 
-def _reaches(g: Graph, maps: Iterator[tuple[Node, str]], fill: float, want: float) -> bool:
-    """Whether the elementwise ``maps`` (in program order, each with its data operand) take an element equal to
-    ``fill`` to ``want``: every other operand an immediate, or, for ``mul`` of a 0, anything (0 times a finite
-    value)."""
+def _reaches(g: Graph, maps: list[tuple[Node, str]], fill: float, want: float) -> bool:
+    """Whether the elementwise ``maps`` (output first, as walked back; each with its data operand) take an
+    element equal to ``fill`` to ``want``: every other operand an immediate, or, for ``mul`` of a 0, anything
+    (0 times a finite value)."""
     tmap, x = g.tensor_map, fill
-    for n, data in maps:
+    for n, data in reversed(maps):
         consts = []
         for a in n.inputs:
             t = tmap[a.tensor]

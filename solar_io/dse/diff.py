@@ -1,12 +1,12 @@
 """What changed between two einsum-graph files: structure, work, traffic and speed-of-light.
 
 Ranks, tensors and nodes are matched by name. A tensor is *changed* when its ranks, shape (the
-sizes of its ranks), dtype, role, density, value, ``updates`` or ``prefilled`` differ; a node when its kind,
-op, space, accesses (inputs, outputs with their index expressions), map, reduce, data-movement fields, padding, fill,
-opaque reason, attributes or any other field of ``Node`` differ (source locations are ignored:
-they move with every edit of the source). Totals are those of ``solar_io.metrics`` (MACs, FLOPs
-per unit class, bytes unfused and at the fused boundary) and, on a chip, the unfused and fused SOL
-of the roofline backend.
+sizes of its ranks), dtype, role, density, value, ``updates`` or ``prefilled`` differ; a node when its
+kind, op, space, accesses (inputs, outputs with their index expressions), map, reduce, data-movement
+fields, padding, fill, opaque reason, attributes or any other field of ``Node`` differ (source
+locations are ignored: they move with every edit of the source). Totals are those of
+``solar_io.metrics`` (MACs, FLOPs per unit class, bytes unfused and at the fused boundary) and, on a
+chip, the unfused and fused SOL of the roofline backend.
 
 A *regression* is a total that grows by more than a threshold (a fraction: 0.05 for 5 %): the SOL,
 unfused or fused, when a chip is given, else the MACs. Growth from 0 to anything is a regression.

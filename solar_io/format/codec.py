@@ -11,7 +11,6 @@ The canonical document of a graph is :func:`solar_io.format.encode.encode`'s.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .. import dtypes
@@ -205,10 +204,7 @@ def _tensor(dec: _Decoder, t: Any, path: tuple) -> Tensor | None:
     updates = dec.get(d, "updates", path, (str,), False, what)
     if updates is not None and role != "output":
         dec.err(path + ("updates",), "only outputs may update an input in place ('updates: INPUT')")
-    prefilled = dec.get(d, "prefilled", path, (float,), False, what)
-    if prefilled is not None and (role != "output" or updates is not None or not math.isfinite(prefilled)):
-        dec.err(path + ("prefilled",), "only an output that updates no input may be prefilled, with a finite value "
-                "('prefilled: 0.0')")
+    prefilled = dec.get(d, "prefilled", path, (float,), False, what)  # where it may stand: validate's rule
     if len(dec.issues) != n0:
         return None
     return Tensor(name, ranks, dt, role, None if density is None else float(density),

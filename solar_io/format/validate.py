@@ -16,6 +16,8 @@ mixed into the one validator).
 
 from __future__ import annotations
 
+from math import isfinite
+
 from ..affine import AffineExpr, Indirect
 from ..dtypes import DTYPES
 from ..errors import Issue
@@ -77,10 +79,9 @@ class _Validator(_IndexChecks, _DataflowChecks):
             if t.generated and (t.role != "constant" or t.value is not None):
                 self.err(("tensors", i, "generated"), f"tensor {t.name}: only constants without a value may be "
                                                       "generated")
-            if t.prefilled is not None and (t.role != "output" or t.updates is not None or t.prefilled != t.prefilled
-                                            or abs(t.prefilled) == float("inf")):
+            if t.prefilled is not None and (t.role != "output" or t.updates is not None or not isfinite(t.prefilled)):
                 self.err(("tensors", i, "prefilled"), f"tensor {t.name}: only an output that updates no input may be "
-                                                      "prefilled, with a finite value")
+                                                      "prefilled, with a finite value ('prefilled: 0.0')")
         self.updates()
         names: set[str] = set()
         blocks, covered = checked_repeats(g)  # repeat blocks; the nodes their instances 0, 1 and last check

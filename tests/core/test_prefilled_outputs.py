@@ -121,3 +121,21 @@ def test_a_misplaced_prefilled_is_an_error(tensor: Tensor, message: str):
     g = dataclasses.replace(g, tensors=tuple(tensor if t.name == tensor.name else t for t in g.tensors))
     (issue,) = [i for i in solar_io.validate(g) if i.severity == "error"]
     assert issue.path[0::2] == ("tensors", "prefilled") and message in issue.message
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("- name: ids\n  ranks: [B]\n  dtype: int64\n  role: input\n",
+      "- name: ids\n  ranks: [B]\n  dtype: int64\n  role: input\n  prefilled: 0.0\n"),
+     "only an output that updates no input may be prefilled"),
+    (("  prefilled: 0.0\n", "  prefilled: .nan\n"), "must be a finite number, got nan"),
+])
+def test_a_file_with_a_misplaced_prefilled_is_refused_in_one_line(edit: tuple[str, str], message: str):
+    """Read from a file (the 1.8 golden, edited), ``prefilled`` on an input or not finite is one GraphError line
+    naming the field, as validation names it for a graph built in code."""
+    from paths import ROOT
+
+    text = (ROOT / "tests" / "golden" / "v1.8" / "prefilled_scatter.yaml").read_text(encoding="utf-8")
+    assert edit[0] in text
+    with pytest.raises(solar_io.GraphError, match=r"tensors\[\d\]\.prefilled: .*" + message) as e:
+        solar_io.loads(text.replace(edit[0], edit[1], 1))
+    assert len(str(e.value).strip().splitlines()) == 1
